@@ -1,0 +1,279 @@
+#include "api/codec.h"
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+namespace frugal::api {
+
+namespace {
+
+Status Bad(const std::string& field, const std::string& msg) {
+  return InvalidArgument(field + ": " + msg, field);
+}
+
+const char* TypeName(const json& v) { return v.type_name(); }
+
+StatusOr<std::string> GetString(const json& v, const std::string& field, size_t max_len,
+                                bool allow_empty = true) {
+  if (!v.is_string()) return Bad(field, std::string("must be a string, got ") + TypeName(v));
+  auto s = v.get<std::string>();
+  if (s.size() > max_len) return Bad(field, "longer than " + std::to_string(max_len) + " characters");
+  if (!allow_empty && s.empty()) return Bad(field, "must not be empty");
+  if (s.find('\0') != std::string::npos) return Bad(field, "must not contain NUL characters");
+  return s;
+}
+
+StatusOr<long long> GetInt(const json& v, const std::string& field, long long lo, long long hi) {
+  if (!v.is_number_integer()) {
+    return Bad(field, std::string("must be an integer, got ") + TypeName(v));
+  }
+  long long n = v.is_number_unsigned() && v.get<unsigned long long>() > 1ULL << 62
+                    ? hi + 1
+                    : v.get<long long>();
+  if (n < lo || n > hi) {
+    return Bad(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                          ", got " + v.dump());
+  }
+  return n;
+}
+
+StatusOr<std::vector<std::string>> GetStringArray(const json& v, const std::string& field,
+                                                  size_t max_items, size_t max_len) {
+  if (!v.is_array()) return Bad(field, std::string("must be an array, got ") + TypeName(v));
+  if (v.size() > max_items) return Bad(field, "more than " + std::to_string(max_items) + " items");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSIGN_OR_RETURN(auto s, GetString(v[i], field + "[" + std::to_string(i) + "]", max_len));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+StatusOr<std::map<std::string, std::string>> GetStringMap(const json& v, const std::string& field,
+                                                          size_t max_items, const std::regex& key_re,
+                                                          const char* key_rule, size_t max_value) {
+  if (!v.is_object()) return Bad(field, std::string("must be an object, got ") + TypeName(v));
+  if (v.size() > max_items) return Bad(field, "more than " + std::to_string(max_items) + " entries");
+  std::map<std::string, std::string> out;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string sub = field + "." + it.key().substr(0, 64);
+    if (!std::regex_match(it.key(), key_re)) return Bad(sub, std::string("key must match ") + key_rule);
+    ASSIGN_OR_RETURN(out[it.key()], GetString(it.value(), sub, max_value));
+  }
+  return out;
+}
+
+StatusOr<Seconds> GetSeconds(const json& v, const std::string& field) {
+  ASSIGN_OR_RETURN(long long n, GetInt(v, field, 1, 365LL * 86400));
+  return Seconds(n);
+}
+
+const std::set<std::string>& KnownSubmitFields() {
+  static const std::set<std::string> kFields = {
+      "name", "command", "env", "working_dir", "gpus", "gpu_types", "min_gpu_mem_gb",
+      "priority", "deadline", "estimate_seconds", "max_runtime_seconds", "tolerance",
+      "checkpoint_interval_seconds", "after", "labels", "project", "max_attempts"};
+  return kFields;
+}
+
+}  // namespace
+
+StatusOr<json> ParseObject(const std::string& body) {
+  if (body.empty()) return InvalidArgument("request body is empty; send a JSON object");
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgument(std::string("request body must be a JSON object, got ") + j.type_name());
+  return j;
+}
+
+StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (!KnownSubmitFields().count(it.key())) {
+      return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'", it.key().substr(0, 64));
+    }
+  }
+  model::JobSpec s;
+  auto has = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
+  if (!has("command")) return Bad("command", "is required: the program and its arguments as an array");
+  ASSIGN_OR_RETURN(s.command, GetStringArray(body["command"], "command", 256, 8192));
+  if (s.command.empty() || s.command[0].empty()) return Bad("command", "must name a program");
+  if (has("name")) {
+    ASSIGN_OR_RETURN(s.name, GetString(body["name"], "name", 128));
+  }
+  if (has("project")) {
+    ASSIGN_OR_RETURN(s.project, GetString(body["project"], "project", 128));
+  }
+  if (has("working_dir")) {
+    ASSIGN_OR_RETURN(s.working_dir, GetString(body["working_dir"], "working_dir", 4096));
+  }
+  if (has("env")) {
+    static const std::regex kEnvKey("[A-Za-z_][A-Za-z0-9_]{0,127}");
+    ASSIGN_OR_RETURN(s.env, GetStringMap(body["env"], "env", 256, kEnvKey,
+                                         "[A-Za-z_][A-Za-z0-9_]*", 8192));
+  }
+  if (has("labels")) {
+    static const std::regex kLabelKey("[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?");
+    ASSIGN_OR_RETURN(s.labels, GetStringMap(body["labels"], "labels", 64, kLabelKey,
+                                            "[a-z0-9][a-z0-9._/-]* (at most 63)", 256));
+  }
+  if (has("gpus")) {
+    ASSIGN_OR_RETURN(long long g, GetInt(body["gpus"], "gpus", 1, 1024));
+    s.gpus = static_cast<int>(g);
+  }
+  if (has("gpu_types")) {
+    ASSIGN_OR_RETURN(s.gpu_types, GetStringArray(body["gpu_types"], "gpu_types", 16, 64));
+    for (size_t i = 0; i < s.gpu_types.size(); ++i) {
+      if (s.gpu_types[i].empty()) return Bad("gpu_types[" + std::to_string(i) + "]", "must not be empty");
+    }
+  }
+  if (has("min_gpu_mem_gb")) {
+    if (!s.gpu_types.empty()) {
+      return Bad("min_gpu_mem_gb", "give either gpu_types or min_gpu_mem_gb, not both");
+    }
+    ASSIGN_OR_RETURN(long long m, GetInt(body["min_gpu_mem_gb"], "min_gpu_mem_gb", 1, 4096));
+    s.min_gpu_mem_gb = static_cast<int>(m);
+  }
+  if (has("priority")) {
+    ASSIGN_OR_RETURN(s.priority, GetString(body["priority"], "priority", 32));
+    auto rank = model::PriorityRank(s.priority);
+    if (!rank.ok()) return Bad("priority", rank.status().message());
+  }
+  if (has("tolerance")) {
+    ASSIGN_OR_RETURN(auto t, GetString(body["tolerance"], "tolerance", 32));
+    auto tol = model::ParseTolerance(t);
+    if (!tol.ok()) return Bad("tolerance", tol.status().message());
+    s.tolerance = *tol;
+  }
+  if (has("estimate_seconds")) {
+    ASSIGN_OR_RETURN(s.estimate, GetSeconds(body["estimate_seconds"], "estimate_seconds"));
+  }
+  if (has("max_runtime_seconds")) {
+    ASSIGN_OR_RETURN(s.max_runtime, GetSeconds(body["max_runtime_seconds"], "max_runtime_seconds"));
+  }
+  if (has("checkpoint_interval_seconds")) {
+    ASSIGN_OR_RETURN(s.checkpoint_interval,
+                     GetSeconds(body["checkpoint_interval_seconds"], "checkpoint_interval_seconds"));
+  }
+  if (s.estimate && s.max_runtime && *s.max_runtime < *s.estimate) {
+    return Bad("max_runtime_seconds", "is shorter than estimate_seconds");
+  }
+  if (has("max_attempts")) {
+    ASSIGN_OR_RETURN(long long m, GetInt(body["max_attempts"], "max_attempts", 1, 100));
+    s.max_attempts = static_cast<int>(m);
+  }
+  if (has("after")) {
+    const json& a = body["after"];
+    if (!a.is_array()) return Bad("after", std::string("must be an array of job ids, got ") + a.type_name());
+    if (a.size() > 256) return Bad("after", "more than 256 dependencies");
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSIGN_OR_RETURN(long long id, GetInt(a[i], "after[" + std::to_string(i) + "]", 1, 1LL << 62));
+      if (std::find(s.after.begin(), s.after.end(), id) == s.after.end()) s.after.push_back(id);
+    }
+  }
+  if (has("deadline")) {
+    ASSIGN_OR_RETURN(auto text, GetString(body["deadline"], "deadline", 64));
+    auto t = ParseRfc3339(text);
+    if (!t.ok()) return Bad("deadline", t.status().message());
+    Timestamp earliest = now + s.estimate.value_or(Seconds(0));
+    if (*t <= earliest) {
+      return FailedPrecondition("deadline: " + text + " cannot be met; the earliest feasible deadline is " +
+                                    FormatRfc3339(std::chrono::time_point_cast<Seconds>(earliest) + Seconds(1)),
+                                "deadline");
+    }
+    s.deadline = *t;
+  }
+  return s;
+}
+
+json EncodeJob(const model::Job& j) {
+  auto opt_secs = [](const std::optional<Seconds>& s) -> json {
+    return s ? json(s->count()) : json(nullptr);
+  };
+  auto opt_time = [](const std::optional<Timestamp>& t) -> json {
+    return t ? json(FormatRfc3339(*t)) : json(nullptr);
+  };
+  const auto& s = j.spec;
+  return json{
+      {"id", j.id},
+      {"name", s.name},
+      {"team", j.team},
+      {"user", j.user},
+      {"project", s.project},
+      {"state", model::ToString(j.state)},
+      {"reason", j.reason},
+      {"cancel_requested", j.cancel_requested},
+      {"command", s.command},
+      {"env", s.env},
+      {"working_dir", s.working_dir},
+      {"gpus", s.gpus},
+      {"gpu_types", s.gpu_types},
+      {"min_gpu_mem_gb", s.min_gpu_mem_gb ? json(*s.min_gpu_mem_gb) : json(nullptr)},
+      {"priority", s.priority},
+      {"deadline", opt_time(s.deadline)},
+      {"estimate_seconds", opt_secs(s.estimate)},
+      {"max_runtime_seconds", opt_secs(s.max_runtime)},
+      {"tolerance", model::ToString(s.tolerance)},
+      {"checkpoint_interval_seconds", opt_secs(s.checkpoint_interval)},
+      {"after", s.after},
+      {"labels", s.labels},
+      {"max_attempts", s.max_attempts},
+      {"attempts", j.attempts},
+      {"created_at", FormatRfc3339(j.created_at)},
+      {"updated_at", FormatRfc3339(j.updated_at)},
+      {"started_at", opt_time(j.started_at)},
+      {"finished_at", opt_time(j.finished_at)},
+  };
+}
+
+json EncodeJobDetail(const store::JobDetail& d) {
+  json out = EncodeJob(d.job);
+  json attempts = json::array();
+  for (const auto& a : d.attempts) {
+    attempts.push_back({{"id", a.id},
+                        {"number", a.number},
+                        {"node", a.node},
+                        {"pool", a.pool},
+                        {"gpus", a.gpus},
+                        {"started_at", FormatRfc3339(a.started_at)},
+                        {"ended_at", a.ended_at ? json(FormatRfc3339(*a.ended_at)) : json(nullptr)},
+                        {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+                        {"exit_code", a.exit_code ? json(*a.exit_code) : json(nullptr)}});
+  }
+  out["attempt_history"] = attempts;
+  if (d.latest_checkpoint) {
+    const auto& c = *d.latest_checkpoint;
+    out["latest_checkpoint"] = {{"step", c.step},       {"progress", c.progress},
+                                {"uri", c.uri},         {"size_bytes", c.size_bytes},
+                                {"attempt_id", c.attempt_id},
+                                {"created_at", FormatRfc3339(c.created_at)}};
+  } else {
+    out["latest_checkpoint"] = nullptr;
+  }
+  json events = json::array();
+  for (const auto& e : d.events) {
+    events.push_back({{"at", FormatRfc3339(e.at)}, {"kind", e.kind}, {"from", e.from_state},
+                      {"to", e.to_state}, {"message", e.message}});
+  }
+  out["events"] = events;
+  return out;
+}
+
+json EncodeError(const Status& st) {
+  return json{{"error",
+               {{"code", StatusCodeName(st.code())},
+                {"message", st.message()},
+                {"field", st.field().empty() ? json(nullptr) : json(st.field())}}}};
+}
+
+Status ValidateName(const std::string& value, const std::string& field, bool allow_upper) {
+  static const std::regex kLower("[a-z0-9][a-z0-9_.-]{0,62}");
+  static const std::regex kAny("[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}");
+  if (!std::regex_match(value, allow_upper ? kAny : kLower)) {
+    return Bad(field, allow_upper ? "must match [A-Za-z0-9][A-Za-z0-9_.@-]* (at most 128)"
+                                  : "must match [a-z0-9][a-z0-9_.-]* (at most 63)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace frugal::api

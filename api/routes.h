@@ -1,0 +1,52 @@
+// Internal to api/: what the route files share. Includes httplib; keep it out of headers
+// other modules include.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <optional>
+
+#include "api/codec.h"
+#include "common/clock.h"
+#include "scheduler/engine/engine.h"
+#include "scheduler/store/job_store.h"
+
+namespace frugal::api {
+
+struct Context {
+  store::JobStore& store;
+  engine::Engine& engine;
+  const Clock& clock;
+};
+
+struct Reply {
+  int status = 200;
+  json body;
+};
+
+// Who may call a route.
+enum class Access { kPublic, kUsers /* admin + researcher */, kAdmin, kWorker };
+
+using RouteFn = std::function<StatusOr<Reply>(const httplib::Request&,
+                                              const std::optional<store::Principal>&)>;
+
+// Wraps a route: authenticates, checks the role, runs `fn`, maps Status to HTTP and
+// turns any exception into a 500 JSON error (a handler must never take the process down).
+httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn);
+
+// The query string's parameters, decoded. httplib's req.params also holds form fields of
+// an urlencoded body (curl -d), so routes read their query through this instead.
+using Query = std::multimap<std::string, std::string>;
+Query ParseQuery(const httplib::Request& req);
+
+// Rejects query parameters not in `allowed`, naming the first unknown one.
+Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const char*> allowed);
+
+// Team filter for the caller: researchers see only their own team.
+std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
+
+void RegisterJobRoutes(httplib::Server& server, Context& ctx);
+void RegisterAdminRoutes(httplib::Server& server, Context& ctx);
+
+}  // namespace frugal::api

@@ -1,0 +1,152 @@
+// Routes for jobs, health and identity.
+#include <spdlog/spdlog.h>
+
+#include "api/routes.h"
+#include "common/crypto.h"
+
+namespace frugal::api {
+
+namespace {
+
+StatusOr<model::JobId> ParseJobId(const std::string& text) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos || text[0] == '0') {
+    return InvalidArgument("job id must be a positive integer, got '" + text.substr(0, 32) + "'",
+                           "id");
+  }
+  return std::stoll(text);
+}
+
+StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
+  RETURN_IF_ERROR(CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor"}));
+  const Query query = ParseQuery(req);
+  for (auto it = query.begin(); it != query.end(); it = query.upper_bound(it->first)) {
+    if (query.count(it->first) > 1) {
+      return InvalidArgument("query parameter '" + it->first + "' given more than once", it->first);
+    }
+  }
+  auto has = [&](const char* k) { return query.count(k) > 0; };
+  auto get = [&](const char* k) { return query.find(k)->second; };
+  store::JobFilter f;
+  f.visible_team = VisibleTeam(who);
+  if (has("state")) {
+    ASSIGN_OR_RETURN(f.state, model::ParseJobState(get("state")));
+  }
+  if (has("team")) {
+    f.team = get("team");
+    RETURN_IF_ERROR(ValidateName(*f.team, "team", false));
+  }
+  if (has("user")) {
+    f.user = get("user");
+    RETURN_IF_ERROR(ValidateName(*f.user, "user", true));
+  }
+  if (has("label")) {
+    std::string l = get("label");
+    auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0 || l.size() > 320) {
+      return InvalidArgument("label filter must be key=value", "label");
+    }
+    f.label = std::make_pair(l.substr(0, eq), l.substr(eq + 1));
+  }
+  if (has("limit")) {
+    std::string v = get("limit");
+    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(v) < 1 || std::stoi(v) > 500) {
+      return InvalidArgument("limit must be an integer between 1 and 500", "limit");
+    }
+    f.limit = std::stoi(v);
+  }
+  if (has("cursor")) {
+    auto id = ParseJobId(get("cursor"));
+    if (!id.ok()) return InvalidArgument("cursor must be the next_cursor of a previous page", "cursor");
+    f.before = *id;
+  }
+  return f;
+}
+
+}  // namespace
+
+void RegisterJobRoutes(httplib::Server& s, Context& ctx) {
+  s.Get("/healthz", Route(ctx, Access::kPublic, [](auto&, auto&) -> StatusOr<Reply> {
+          return Reply{200, {{"status", "ok"}}};
+        }));
+
+  s.Get("/readyz", Route(ctx, Access::kPublic, [&ctx](auto&, auto&) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(ctx.store.Ping());
+          return Reply{200, {{"status", "ready"}}};
+        }));
+
+  s.Get("/v1/whoami", Route(ctx, Access::kPublic, [&ctx](const httplib::Request& req, auto&)
+                                                     -> StatusOr<Reply> {
+          // Public route, own auth: workers may ask who they are too.
+          const std::string h = req.get_header_value("Authorization");
+          if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
+            return Status(StatusCode::kUnauthenticated, "missing 'Authorization: Bearer <token>' header");
+          }
+          ASSIGN_OR_RETURN(auto who, ctx.store.Authenticate(Sha256Hex(h.substr(7))));
+          return Reply{200, {{"team", who.team}, {"user", who.user}, {"role", store::ToString(who.role)}}};
+        }));
+
+  s.Post("/v1/jobs", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)
+                                                    -> StatusOr<Reply> {
+           RETURN_IF_ERROR(CheckQueryParams(req, {}));
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           store::SubmitRequest sr;
+           ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
+           if (req.has_header("Idempotency-Key")) {
+             std::string key = req.get_header_value("Idempotency-Key");
+             if (key.empty() || key.size() > 255) {
+               return InvalidArgument("Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+             }
+             sr.idempotency_key = key;
+           }
+           // Canonical form: keys sorted by nlohmann's object map.
+           sr.request_sha256 = Sha256Hex(body.dump());
+           ASSIGN_OR_RETURN(auto result, ctx.store.Submit(*who, sr));
+           if (result.created) {
+             spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
+                          result.job.id, result.job.team, result.job.spec.gpus);
+             ctx.engine.Kick();
+           }
+           return Reply{result.created ? 201 : 200, EncodeJob(result.job)};
+         }));
+
+  s.Get("/v1/jobs", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)
+                                                   -> StatusOr<Reply> {
+          ASSIGN_OR_RETURN(auto filter, ParseFilter(req, *who));
+          ASSIGN_OR_RETURN(auto page, ctx.store.ListJobs(filter));
+          json jobs = json::array();
+          for (const auto& j : page.jobs) jobs.push_back(EncodeJob(j));
+          json body = {{"jobs", jobs},
+                       {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor))
+                                                        : json(nullptr)}};
+          return Reply{200, body};
+        }));
+
+  s.Get(R"(/v1/jobs/([^/]+))", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                                  auto& who) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {}));
+          ASSIGN_OR_RETURN(auto id, ParseJobId(req.matches[1]));
+          ASSIGN_OR_RETURN(auto detail, ctx.store.GetJob(id, VisibleTeam(*who)));
+          return Reply{200, EncodeJobDetail(detail)};
+        }));
+
+  s.Post(R"(/v1/jobs/([^/]+)/cancel)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                                         auto& who) -> StatusOr<Reply> {
+           RETURN_IF_ERROR(CheckQueryParams(req, {}));
+           ASSIGN_OR_RETURN(auto id, ParseJobId(req.matches[1]));
+           if (!req.body.empty()) {
+             ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+             if (!body.empty()) {
+               return InvalidArgument("unknown field '" + body.begin().key().substr(0, 64) + "'",
+                                      body.begin().key().substr(0, 64));
+             }
+           }
+           ASSIGN_OR_RETURN(auto job, ctx.store.CancelJob(id, VisibleTeam(*who), who->user));
+           spdlog::info(R"("event":"job_cancel","job_id":{},"state":"{}")", job.id,
+                        model::ToString(job.state));
+           return Reply{200, EncodeJob(job)};
+         }));
+}
+
+}  // namespace frugal::api

@@ -1,0 +1,196 @@
+#include "api/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "api/json_limits.h"
+#include "api/routes.h"
+#include "common/crypto.h"
+#include "common/log.h"
+
+namespace frugal::api {
+
+namespace {
+
+int HttpStatus(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kConflict: return 409;
+    case StatusCode::kPayloadTooLarge: return 413;
+    case StatusCode::kFailedPrecondition: return 422;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void WriteError(httplib::Response& res, const Status& st) {
+  res.status = HttpStatus(st.code());
+  if (st.code() == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
+  if (st.code() == StatusCode::kUnauthenticated) res.set_header("WWW-Authenticate", "Bearer");
+  res.set_content(EncodeError(st).dump(), "application/json");
+}
+
+StatusOr<store::Principal> Authenticate(Context& ctx, const httplib::Request& req) {
+  const std::string header = req.get_header_value("Authorization");
+  if (header.empty()) {
+    return Status(StatusCode::kUnauthenticated,
+                  "missing 'Authorization: Bearer <token>' header");
+  }
+  const std::string prefix = "Bearer ";
+  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) {
+    return Status(StatusCode::kUnauthenticated,
+                  "Authorization header must be 'Bearer <token>'");
+  }
+  // Only the hash leaves this function: the token is never stored or logged.
+  return ctx.store.Authenticate(Sha256Hex(header.substr(prefix.size())));
+}
+
+Status CheckAccess(Access access, const store::Principal& who) {
+  using store::Role;
+  switch (access) {
+    case Access::kPublic: return Status::Ok();
+    case Access::kUsers:
+      if (who.role == Role::kWorker) {
+        return Status(StatusCode::kPermissionDenied, "worker tokens may only call worker endpoints");
+      }
+      return Status::Ok();
+    case Access::kAdmin:
+      if (who.role != Role::kAdmin) {
+        return Status(StatusCode::kPermissionDenied, "this endpoint needs an admin token");
+      }
+      return Status::Ok();
+    case Access::kWorker:
+      if (who.role != Role::kWorker && who.role != Role::kAdmin) {
+        return Status(StatusCode::kPermissionDenied, "this endpoint needs a worker token");
+      }
+      return Status::Ok();
+  }
+  return Internal("unknown access level");
+}
+
+}  // namespace
+
+httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
+  return [&ctx, access, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    try {
+      std::optional<store::Principal> who;
+      if (access != Access::kPublic) {
+        auto p = Authenticate(ctx, req);
+        if (!p.ok()) return WriteError(res, p.status());
+        if (Status st = CheckAccess(access, *p); !st.ok()) return WriteError(res, st);
+        who = std::move(p).value();
+      }
+      if (!req.body.empty()) {
+        if (Status st = CheckJsonLimits(req.body); !st.ok()) return WriteError(res, st);
+      }
+      auto reply = fn(req, who);
+      if (!reply.ok()) return WriteError(res, reply.status());
+      res.status = reply->status;
+      res.set_content(reply->body.dump(), "application/json");
+    } catch (const std::exception& e) {
+      spdlog::error(R"("event":"handler_exception","path":"{}","error":"{}")",
+                    JsonEscape(req.path), JsonEscape(e.what()));
+      WriteError(res, Internal("internal error; the request was not applied"));
+    }
+  };
+}
+
+Query ParseQuery(const httplib::Request& req) {
+  Query out;
+  auto q = req.target.find('?');
+  if (q == std::string::npos) return out;
+  const std::string text = req.target.substr(q + 1);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t amp = text.find('&', start);
+    if (amp == std::string::npos) amp = text.size();
+    std::string part = text.substr(start, amp - start);
+    if (!part.empty()) {
+      // Split at the first '=' only: "label=exp=a" is the label filter "exp=a".
+      size_t eq = part.find('=');
+      std::string key = part.substr(0, eq);
+      std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+      out.emplace(httplib::detail::decode_url(key, true), httplib::detail::decode_url(value, true));
+    }
+    start = amp + 1;
+  }
+  return out;
+}
+
+Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const char*> allowed) {
+  for (const auto& [key, value] : ParseQuery(req)) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || key == a;
+    if (!ok) {
+      std::string names;
+      for (const char* a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+      return InvalidArgument("unknown query parameter '" + key.substr(0, 64) + "'" +
+                                 (names.empty() ? "" : " (allowed: " + names + ")"),
+                             key.substr(0, 64));
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
+  if (who.role == store::Role::kAdmin) return std::nullopt;
+  return who.team_id;
+}
+
+struct ApiServer::Impl {
+  Impl(store::JobStore& store, engine::Engine& engine, const Clock& clock)
+      : ctx{store, engine, clock} {}
+  Context ctx;
+  httplib::Server server;
+};
+
+ApiServer::ApiServer(store::JobStore& store, engine::Engine& engine, const Clock& clock)
+    : impl_(std::make_unique<Impl>(store, engine, clock)) {
+  auto& s = impl_->server;
+  // httplib answers 413 itself above this, before reading the body.
+  s.set_payload_max_length(kMaxBodyBytes);
+  s.set_read_timeout(30, 0);
+  s.set_write_timeout(30, 0);
+  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    Status st = res.status == 404
+                    ? NotFound("no route " + req.method + " " + req.path.substr(0, 256))
+                : res.status == 413
+                    ? Status(StatusCode::kPayloadTooLarge,
+                             "request body exceeds the limit of " + std::to_string(kMaxBodyBytes) + " bytes")
+                    : Status(StatusCode::kInvalidArgument,
+                             "malformed HTTP request (HTTP " + std::to_string(res.status) +
+                                 "); a POST needs a Content-Length header, even if 0");
+    res.set_content(EncodeError(st).dump(), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    WriteError(res, Internal("internal error; the request was not applied"));
+  });
+  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    // Debug level: quiet by default under load. Never the Authorization header.
+    spdlog::debug(R"("event":"http_request","method":"{}","path":"{}","status":{})",
+                  req.method, JsonEscape(req.path.substr(0, 256)), res.status);
+  });
+  RegisterJobRoutes(s, impl_->ctx);
+  RegisterAdminRoutes(s, impl_->ctx);
+}
+
+ApiServer::~ApiServer() = default;
+
+StatusOr<int> ApiServer::Bind(const std::string& host, int port) {
+  int bound = port == 0 ? impl_->server.bind_to_any_port(host.c_str())
+                        : (impl_->server.bind_to_port(host.c_str(), port) ? port : -1);
+  if (bound < 0) return Unavailable("cannot listen on " + host + ":" + std::to_string(port));
+  return bound;
+}
+
+void ApiServer::Run() { impl_->server.listen_after_bind(); }
+void ApiServer::Stop() { impl_->server.stop(); }
+
+}  // namespace frugal::api

@@ -1,0 +1,34 @@
+// The REST API v1 server (JSON over HTTP). Routes are in routes_*.cc; this owns the
+// listener, authentication, error mapping and limits. httplib stays out of this header.
+//
+// Threading: handlers run on the HTTP thread pool and call the store (thread-safe) and
+// the engine facade (Kick only).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "scheduler/engine/engine.h"
+#include "scheduler/store/job_store.h"
+
+namespace frugal::api {
+
+class ApiServer {
+ public:
+  ApiServer(store::JobStore& store, engine::Engine& engine, const Clock& clock);
+  ~ApiServer();
+
+  // Binds host:port (port 0 picks a free one); returns the bound port.
+  StatusOr<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); blocks the calling thread.
+  void Run();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace frugal::api

@@ -1,0 +1,106 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cstdlib>
+
+namespace frugal::config {
+
+std::optional<std::string> ProcessEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+namespace {
+
+StatusOr<int> ParseInt(const std::string& key, const std::string& v, int lo, int hi) {
+  try {
+    size_t used = 0;
+    long n = std::stol(v, &used);
+    if (used == v.size() && n >= lo && n <= hi) return static_cast<int>(n);
+  } catch (...) {
+  }
+  return InvalidArgument(key + " must be an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "], got '" + v + "'",
+                         key);
+}
+
+}  // namespace
+
+Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) {
+  if (key == "database_url") {
+    c.database_url = v;
+  } else if (key == "state_dir") {
+    if (v.empty()) return InvalidArgument("state_dir must not be empty", key);
+    c.state_dir = v;
+  } else if (key == "listen") {
+    std::string host;
+    int port;
+    RETURN_IF_ERROR(SplitHostPort(v, host, port));
+    c.listen = v;
+  } else if (key == "log_level") {
+    c.log_level = v;
+  } else if (key == "policy") {
+    c.policy = v;
+  } else if (key == "cycle_interval") {
+    auto d = ParseDuration(v);
+    if (!d.ok()) return InvalidArgument("cycle_interval: " + d.status().message(), key);
+    c.cycle_interval = *d;
+  } else if (key == "db_pool_size") {
+    ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
+  } else if (key == "max_pending_per_cycle") {
+    ASSIGN_OR_RETURN(c.max_pending_per_cycle, ParseInt(key, v, 1, 1000000));
+  } else {
+    return InvalidArgument("unknown configuration key '" + key +
+                               "' (database_url, state_dir, listen, log_level, policy, "
+                               "cycle_interval, db_pool_size, max_pending_per_cycle)",
+                           key);
+  }
+  return Status::Ok();
+}
+
+Status SplitHostPort(const std::string& listen, std::string& host, int& port) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgument("listen must be HOST:PORT, got '" + listen + "'", "listen");
+  }
+  host = listen.substr(0, colon);
+  ASSIGN_OR_RETURN(port, ParseInt("listen", listen.substr(colon + 1), 0, 65535));
+  return Status::Ok();
+}
+
+StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, const EnvLookup& env) {
+  SchedulerConfig c;
+  if (!yaml_path.empty()) {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(yaml_path);
+    } catch (const YAML::Exception& e) {
+      return InvalidArgument("cannot read config " + yaml_path + ": " + e.what(), "config");
+    }
+    if (root && !root.IsNull()) {
+      if (!root.IsMap()) return InvalidArgument(yaml_path + ": top level must be a mapping");
+      for (const auto& kv : root) {
+        const std::string key = kv.first.as<std::string>();
+        if (!kv.second.IsScalar()) {
+          return InvalidArgument(yaml_path + ": '" + key + "' must be a scalar", key);
+        }
+        Status st = SetKey(c, key, kv.second.as<std::string>());
+        if (!st.ok()) return Status(st.code(), yaml_path + ": " + st.message(), st.field());
+      }
+    }
+  }
+  const char* keys[] = {"database_url", "listen", "log_level", "policy", "cycle_interval",
+                        "db_pool_size", "max_pending_per_cycle"};
+  for (const char* key : keys) {
+    std::string name = "FRUGAL_";
+    for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));
+    if (auto v = env(name)) RETURN_IF_ERROR(SetKey(c, key, *v));
+  }
+  if (auto home = env("FRUGAL_HOME"); home && !home->empty()) c.state_dir = *home;
+  return c;
+}
+
+}  // namespace frugal::config

@@ -1,0 +1,40 @@
+// Typed configuration of frugal-scheduler. Precedence, lowest first: defaults, the YAML
+// file (--config), FRUGAL_* environment variables, command-line flags (applied by main).
+// Unknown YAML keys are errors that name the key, so a typo never silently does nothing.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace frugal::config {
+
+struct SchedulerConfig {
+  std::string database_url;          // empty: embedded PostgreSQL under state_dir
+  std::string state_dir = ".frugal";  // $FRUGAL_HOME
+  std::string listen = "127.0.0.1:8080";
+  std::string log_level = "info";
+  std::string policy = "placement/fifo";
+  Seconds cycle_interval{2};
+  int db_pool_size = 8;
+  int max_pending_per_cycle = 10000;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// The process environment.
+std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Defaults, then `yaml_path` (if not empty), then the environment through `env`.
+StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, const EnvLookup& env);
+
+// Applies one key (as named in YAML) from text; used by the file, env and flag layers.
+Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& value);
+
+// "host:port" -> parts; port must be 0..65535 (0 = pick a free port).
+Status SplitHostPort(const std::string& listen, std::string& host, int& port);
+
+}  // namespace frugal::config

@@ -1,0 +1,52 @@
+// The scheduling engine: runs cycles (load snapshot -> policy Decide -> apply plan in one
+// transaction) on one Asio strand, every `interval` and whenever kicked. Kicks coalesce:
+// any number of kicks during a cycle cause exactly one more cycle.
+//
+// Only the leader (holder of the PostgreSQL advisory lock) runs cycles, so several
+// schedulers may share a database. Threading: Kick() and Stats() are thread-safe; the
+// cycle itself runs only on the engine's own thread. Asio stays out of this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "scheduler/policy/policy.h"
+#include "scheduler/store/job_store.h"
+
+namespace frugal::engine {
+
+struct EngineOptions {
+  Seconds interval{2};
+  int max_pending = 10000;
+};
+
+struct CycleStats {
+  std::int64_t cycles = 0;         // completed cycles (as leader)
+  std::int64_t jobs_started = 0;   // assignments applied since start
+  bool leader = false;
+  std::string last_error;          // empty when the last cycle succeeded
+};
+
+class Engine {
+ public:
+  Engine(store::JobStore& store, const policy::Policy& policy, EngineOptions options);
+  ~Engine();  // Stop()s
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void Start();  // starts the engine thread; the first cycle runs at once
+  void Stop();   // finishes the cycle in progress, then joins the thread
+  void Kick();   // asks for a cycle soon (coalesced)
+  CycleStats Stats() const;
+
+  // Runs one cycle on the caller's thread. For tests and tools; never while Start()ed.
+  Status RunCycleForTest();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace frugal::engine

@@ -1,0 +1,107 @@
+// frugal-scheduler: the REST API and the scheduling engine in one process. This file is
+// the wiring diagram: config -> database -> store -> policy -> engine -> API.
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "api/server.h"
+#include "common/crypto.h"
+#include "common/log.h"
+#include "config/config.h"
+#include "scheduler/embedded_db.h"
+#include "scheduler/engine/engine.h"
+#include "scheduler/policy/policy.h"
+#include "scheduler/store/pg/pg_store.h"
+
+namespace {
+
+int Fail(const frugal::Status& st) {
+  std::fprintf(stderr, "frugal-scheduler: %s\n", st.message().c_str());
+  return 1;
+}
+
+int Bootstrap(const frugal::config::SchedulerConfig& cfg) {
+  auto db = frugal::OpenDatabase(cfg);
+  if (!db.ok()) return Fail(db.status());
+  frugal::store::PgStore store(db->conninfo, 1);
+  const std::string token = frugal::NewToken();
+  auto issued = store.Bootstrap(frugal::Sha256Hex(token));
+  if (!issued.ok()) return Fail(issued.status());
+  std::printf("%s\n", token.c_str());
+  std::fprintf(stderr, "Admin token created (shown once; keep it safe). Use it as FRUGAL_TOKEN.\n");
+  return 0;
+}
+
+int Serve(const frugal::config::SchedulerConfig& cfg) {
+  std::string host;
+  int port;
+  if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
+  auto policy = frugal::policy::MakePolicy(cfg.policy);
+  if (!policy.ok()) return Fail(policy.status());
+
+  // Signals are taken by one thread with sigwait; every other thread blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto db = frugal::OpenDatabase(cfg);
+  if (!db.ok()) return Fail(db.status());
+  frugal::store::PgStore store(db->conninfo, cfg.db_pool_size);
+  frugal::SystemClock clock;
+  frugal::engine::Engine engine(store, **policy, {cfg.cycle_interval, cfg.max_pending_per_cycle});
+  frugal::api::ApiServer server(store, engine, clock);
+  auto bound = server.Bind(host, port);
+  if (!bound.ok()) return Fail(bound.status());
+
+  engine.Start();
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info(R"("event":"shutdown","signal":{})", sig);
+    server.Stop();
+  });
+  spdlog::info(R"("event":"listening","address":"http://{}:{}","policy":"{}")", host, *bound,
+               cfg.policy);
+  std::printf("frugal-scheduler listening on http://%s:%d\n", host.c_str(), *bound);
+  std::fflush(stdout);
+  server.Run();
+  // Run() returns only after Stop(), which only the signal thread calls.
+  signal_thread.join();
+  engine.Stop();
+  return 0;  // `db` stops the embedded PostgreSQL if we started it
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"frugal-scheduler: cost-aware GPU batch scheduler (API + engine)"};
+  std::string config_path, listen, database_url, state_dir, log_level, policy;
+  app.add_option("--config", config_path, "YAML config file")->check(CLI::ExistingFile);
+  app.add_option("--listen", listen, "HOST:PORT to serve on (default 127.0.0.1:8080)");
+  app.add_option("--database-url", database_url, "PostgreSQL URL (default: embedded)");
+  app.add_option("--state-dir", state_dir, "state directory (default ./.frugal or $FRUGAL_HOME)");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
+  app.add_option("--policy", policy, "placement policy (default placement/fifo)");
+  auto* bootstrap = app.add_subcommand("bootstrap", "create the first admin token and print it");
+  app.require_subcommand(0, 1);
+  CLI11_PARSE(app, argc, argv);
+
+  auto cfg = frugal::config::LoadSchedulerConfig(config_path, frugal::config::ProcessEnv);
+  if (!cfg.ok()) return Fail(cfg.status());
+  std::pair<const char*, const std::string*> flags[] = {
+      {"listen", &listen},       {"database_url", &database_url}, {"state_dir", &state_dir},
+      {"log_level", &log_level}, {"policy", &policy}};
+  for (auto& [key, value] : flags) {
+    if (value->empty()) continue;
+    if (auto st = frugal::config::SetKey(*cfg, key, *value); !st.ok()) return Fail(st);
+  }
+  if (auto st = frugal::InitLogging(bootstrap->parsed() ? "warn" : cfg->log_level); !st.ok())
+    return Fail(st);
+  return bootstrap->parsed() ? Bootstrap(*cfg) : Serve(*cfg);
+}

@@ -1,0 +1,52 @@
+// Runs of a job (Attempt), their committed checkpoints and the job's event log entries.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "scheduler/model/job.h"
+
+namespace frugal::model {
+
+using AttemptId = std::int64_t;
+using NodeId = std::int64_t;
+
+struct Attempt {
+  AttemptId id = 0;
+  JobId job_id = 0;
+  int number = 0;  // 1-based within the job
+  NodeId node_id = 0;
+  std::string node;
+  std::string pool;
+  int gpus = 0;
+  std::int64_t lease_epoch = 0;  // fencing token for worker reports
+  Timestamp started_at{};
+  std::optional<Timestamp> ended_at;
+  std::string end_reason;  // empty while active; succeeded|failed|preempted|node_lost|...
+  std::optional<int> exit_code;
+};
+
+struct Checkpoint {
+  std::int64_t id = 0;
+  JobId job_id = 0;
+  AttemptId attempt_id = 0;
+  std::int64_t step = 0;
+  double progress = 0;  // 0..1
+  std::string uri;
+  std::int64_t size_bytes = 0;
+  Timestamp created_at{};
+};
+
+struct JobEvent {
+  std::int64_t id = 0;
+  JobId job_id = 0;
+  Timestamp at{};
+  std::string kind;  // submitted, state_changed, cancel_requested, ...
+  std::string from_state;
+  std::string to_state;
+  std::string message;
+};
+
+}  // namespace frugal::model

@@ -1,0 +1,23 @@
+#include "scheduler/model/pool.h"
+
+namespace frugal::model {
+
+const char* ToString(CapacityKind k) {
+  switch (k) {
+    case CapacityKind::kReserved: return "reserved";
+    case CapacityKind::kOnDemand: return "on_demand";
+    case CapacityKind::kSpot: return "spot";
+  }
+  return "unknown";
+}
+
+StatusOr<CapacityKind> ParseCapacityKind(const std::string& s) {
+  for (auto k : {CapacityKind::kReserved, CapacityKind::kOnDemand, CapacityKind::kSpot}) {
+    if (s == ToString(k)) return k;
+  }
+  return InvalidArgument("unknown capacity kind '" + s.substr(0, 32) +
+                             "' (reserved|on_demand|spot)",
+                         "capacity_kind");
+}
+
+}  // namespace frugal::model

@@ -1,0 +1,27 @@
+// Placement policies: pure functions from a Snapshot to a Plan, chosen by name
+// ("placement/fifo"). No I/O, no clock, no globals: the same snapshot always gives the
+// same plan, and every decision carries a reason a user can read.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/model/snapshot.h"
+
+namespace frugal::policy {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string Name() const = 0;
+  // Must be deterministic in `snapshot`. Thread-safe (const, no shared state).
+  virtual model::Plan Decide(const model::Snapshot& snapshot) const = 0;
+};
+
+// The policy registered under `name`, or NotFound listing the known names.
+StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name);
+std::vector<std::string> PolicyNames();
+
+}  // namespace frugal::policy

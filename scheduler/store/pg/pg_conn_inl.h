@@ -1,0 +1,29 @@
+// Template bodies for pg_conn.h.
+#pragma once
+
+namespace frugal::store {
+
+template <typename T, typename Fn>
+StatusOr<T> InTransaction(PgPool& pool, Fn&& fn) {
+  for (int attempt = 0;; ++attempt) {
+    auto lease = pool.Acquire();
+    if (!lease.ok()) return lease.status();
+    PgConn& c = **lease;
+    c.ResetCount();
+    auto begin = c.ExecScript("BEGIN");
+    if (!begin.ok()) {
+      if (attempt == 0 && !c.healthy()) continue;
+      return begin.status();
+    }
+    StatusOr<T> result = fn(c);
+    if (!result.ok()) {
+      if (c.healthy()) (void)c.ExecScript("ROLLBACK");
+      return result.status();
+    }
+    auto commit = c.ExecScript("COMMIT");
+    if (!commit.ok()) return commit.status();
+    return result;
+  }
+}
+
+}  // namespace frugal::store

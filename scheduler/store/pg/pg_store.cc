@@ -1,0 +1,185 @@
+// PgStore: connection management, auth, admin and capacity.
+#include "scheduler/store/pg/pg_store.h"
+
+namespace frugal::store {
+
+const char* ToString(Role r) {
+  switch (r) {
+    case Role::kAdmin: return "admin";
+    case Role::kResearcher: return "researcher";
+    case Role::kWorker: return "worker";
+  }
+  return "unknown";
+}
+
+StatusOr<Role> ParseRole(const std::string& s) {
+  for (auto r : {Role::kAdmin, Role::kResearcher, Role::kWorker}) {
+    if (s == ToString(r)) return r;
+  }
+  return InvalidArgument("unknown role '" + s.substr(0, 32) + "' (admin|researcher|worker)",
+                         "role");
+}
+
+PgStore::PgStore(std::string conninfo, int pool_size) : pool_(std::move(conninfo), pool_size) {}
+
+Status PgStore::Ping() {
+  auto r = InTransaction<int>(pool_, [](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto res, c.Exec("ping", "SELECT 1"));
+    return static_cast<int>(res.Int(0, 0));
+  });
+  return r.status();
+}
+
+StatusOr<Principal> PgStore::Authenticate(const std::string& token_sha256) {
+  return InTransaction<Principal>(pool_, [&](PgConn& c) -> StatusOr<Principal> {
+    ASSIGN_OR_RETURN(auto r, c.Exec("authenticate",
+                                    "SELECT k.id, k.role, k.team_id, t.name, k.user_id, u.name"
+                                    " FROM api_tokens k JOIN teams t ON t.id = k.team_id"
+                                    " JOIN users u ON u.id = k.user_id"
+                                    " WHERE k.token_sha256 = $1 AND k.revoked_at IS NULL",
+                                    {token_sha256}));
+    if (r.rows() == 0) {
+      return Status(StatusCode::kUnauthenticated, "invalid or revoked token");
+    }
+    Principal p;
+    p.token_id = r.Int(0, 0);
+    p.role = ParseRole(r.Text(0, 1)).value();
+    p.team_id = r.Int(0, 2);
+    p.team = r.Text(0, 3);
+    p.user_id = r.Int(0, 4);
+    p.user = r.Text(0, 5);
+    return p;
+  });
+}
+
+StatusOr<Team> PgStore::CreateTeam(const std::string& name) {
+  return InTransaction<Team>(pool_, [&](PgConn& c) -> StatusOr<Team> {
+    auto r = c.Exec("create_team", "INSERT INTO teams (name) VALUES ($1) RETURNING id", {name});
+    if (!r.ok() && r.status().code() == StatusCode::kConflict) {
+      return Conflict("team '" + name + "' already exists");
+    }
+    if (!r.ok()) return r.status();
+    return Team{r->Int(0, 0), name};
+  });
+}
+
+StatusOr<std::vector<Team>> PgStore::ListTeams() {
+  return InTransaction<std::vector<Team>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<Team>> {
+    ASSIGN_OR_RETURN(auto r, c.Exec("list_teams", "SELECT id, name FROM teams ORDER BY name"));
+    std::vector<Team> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back({r.Int(i, 0), r.Text(i, 1)});
+    return out;
+  });
+}
+
+namespace {
+
+StatusOr<IssuedToken> InsertToken(PgConn& c, const std::string& team, const std::string& user,
+                                  Role role, const std::string& token_sha256) {
+  ASSIGN_OR_RETURN(auto t, c.Exec("team_id_by_name", "SELECT id FROM teams WHERE name = $1", {team}));
+  if (t.rows() == 0) return FailedPrecondition("unknown team '" + team + "'", "team");
+  const std::string team_id = t.Text(0, 0);
+  ASSIGN_OR_RETURN(auto u, c.Exec("upsert_user",
+                                  "INSERT INTO users (team_id, name) VALUES ($1, $2)"
+                                  " ON CONFLICT (team_id, name) DO UPDATE SET name = EXCLUDED.name"
+                                  " RETURNING id",
+                                  {team_id, user}));
+  ASSIGN_OR_RETURN(auto k, c.Exec("insert_token",
+                                  "INSERT INTO api_tokens (token_sha256, role, team_id, user_id)"
+                                  " VALUES ($1, $2, $3, $4) RETURNING id",
+                                  {token_sha256, ToString(role), team_id, u.Text(0, 0)}));
+  return IssuedToken{k.Int(0, 0), role, team, user};
+}
+
+}  // namespace
+
+StatusOr<IssuedToken> PgStore::CreateToken(const std::string& team, const std::string& user,
+                                           Role role, const std::string& token_sha256) {
+  return InTransaction<IssuedToken>(pool_, [&](PgConn& c) {
+    return InsertToken(c, team, user, role, token_sha256);
+  });
+}
+
+StatusOr<IssuedToken> PgStore::Bootstrap(const std::string& token_sha256) {
+  return InTransaction<IssuedToken>(pool_, [&](PgConn& c) -> StatusOr<IssuedToken> {
+    // Two bootstraps at once must not both succeed.
+    RETURN_IF_ERROR(c.Exec("bootstrap_lock", "SELECT pg_advisory_xact_lock(4640228712035392)").status());
+    ASSIGN_OR_RETURN(auto r, c.Exec("admin_exists",
+                                    "SELECT 1 FROM api_tokens WHERE role = 'admin'"
+                                    " AND revoked_at IS NULL LIMIT 1"));
+    if (r.rows() > 0) {
+      return FailedPrecondition(
+          "already bootstrapped: an admin token exists; create more tokens with the admin API");
+    }
+    RETURN_IF_ERROR(c.Exec("bootstrap_team",
+                           "INSERT INTO teams (name) VALUES ('admin') ON CONFLICT DO NOTHING")
+                        .status());
+    return InsertToken(c, "admin", "admin", Role::kAdmin, token_sha256);
+  });
+}
+
+StatusOr<model::Pool> PgStore::UpsertPool(const model::Pool& p) {
+  return InTransaction<model::Pool>(pool_, [&](PgConn& c) -> StatusOr<model::Pool> {
+    ASSIGN_OR_RETURN(auto r, c.Exec("upsert_pool",
+                                    "INSERT INTO pools (name, capacity_kind, gpu_type, gpu_mem_gb,"
+                                    " speed, price_micros_per_gpu_hour, max_gpus) VALUES ($1, $2,"
+                                    " $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
+                                    " capacity_kind = EXCLUDED.capacity_kind, gpu_type ="
+                                    " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb, speed ="
+                                    " EXCLUDED.speed, price_micros_per_gpu_hour ="
+                                    " EXCLUDED.price_micros_per_gpu_hour, max_gpus ="
+                                    " EXCLUDED.max_gpus RETURNING id",
+                                    {p.name, model::ToString(p.kind), p.gpu_type,
+                                     std::to_string(p.gpu_mem_gb), std::to_string(p.speed),
+                                     std::to_string(p.price_per_gpu_hour),
+                                     std::to_string(p.max_gpus)}));
+    model::Pool out = p;
+    out.id = r.Int(0, 0);
+    return out;
+  });
+}
+
+StatusOr<model::Node> PgStore::RegisterNode(const model::Node& n, const std::string& pool_name,
+                                            Seconds lease_ttl) {
+  return InTransaction<model::Node>(pool_, [&](PgConn& c) -> StatusOr<model::Node> {
+    ASSIGN_OR_RETURN(auto r, c.Exec("register_node",
+                                    "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
+                                    " lease_expires_at) SELECT $1, p.id, $3, $4, $5,"
+                                    " now() + make_interval(secs => $6) FROM pools p WHERE"
+                                    " p.name = $2 ON CONFLICT (name) DO UPDATE SET pool_id ="
+                                    " EXCLUDED.pool_id, gpus = EXCLUDED.gpus, gpu_type ="
+                                    " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb,"
+                                    " lease_epoch = nodes.lease_epoch + 1, lease_expires_at ="
+                                    " EXCLUDED.lease_expires_at, state = 'live'"
+                                    " RETURNING id, pool_id, " FRUGAL_US("lease_expires_at"),
+                                    {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
+                                     std::to_string(n.gpu_mem_gb),
+                                     std::to_string(lease_ttl.count())}));
+    if (r.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
+    model::Node out = n;
+    out.id = r.Int(0, 0);
+    out.pool_id = r.Int(0, 1);
+    out.lease_expires_at = pg::FromMicros(r.Int(0, 2));
+    return out;
+  });
+}
+
+StatusOr<bool> PgStore::TryLeadership() {
+  std::lock_guard<std::mutex> lock(leader_mu_);
+  if (leader_conn_ && leader_) {
+    // Still connected means still holding the session lock.
+    if (leader_conn_->ExecScript("SELECT 1").ok()) return true;
+    leader_ = false;
+    leader_conn_.reset();
+  }
+  if (!leader_conn_ || !leader_conn_->healthy()) {
+    auto c = PgConn::Connect(pool_.conninfo());
+    if (!c.ok()) return c.status();
+    leader_conn_ = std::move(c).value();
+  }
+  ASSIGN_OR_RETURN(auto r, leader_conn_->ExecScript("SELECT pg_try_advisory_lock(4640228712035393)"));
+  leader_ = r.Bool(0, 0);
+  return leader_;
+}
+
+}  // namespace frugal::store

@@ -1,0 +1,60 @@
+// PostgreSQL adapter of the JobStore port. Every method runs as one transaction on a
+// pooled connection; the leader lock lives on one dedicated session.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "scheduler/store/job_store.h"
+#include "scheduler/store/pg/pg_conn.h"
+
+namespace frugal::store {
+
+class PgStore final : public JobStore {
+ public:
+  // `conninfo` is a libpq connection string or URL; the schema must be migrated already.
+  PgStore(std::string conninfo, int pool_size);
+
+  Status Ping() override;
+  StatusOr<Principal> Authenticate(const std::string& token_sha256) override;
+  StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) override;
+  StatusOr<JobPage> ListJobs(const JobFilter& filter) override;
+  StatusOr<JobDetail> GetJob(model::JobId id, std::optional<model::TeamId> visible_team) override;
+  StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
+                                 const std::string& actor) override;
+
+  StatusOr<Team> CreateTeam(const std::string& name) override;
+  StatusOr<std::vector<Team>> ListTeams() override;
+  StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user, Role role,
+                                    const std::string& token_sha256) override;
+  StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) override;
+
+  StatusOr<model::Pool> UpsertPool(const model::Pool& pool) override;
+  StatusOr<model::Node> RegisterNode(const model::Node& node, const std::string& pool_name,
+                                     Seconds lease_ttl) override;
+
+  StatusOr<bool> TryLeadership() override;
+  StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
+  StatusOr<int> ApplyPlan(const model::Plan& plan) override;
+
+ private:
+  PgPool pool_;
+  std::mutex leader_mu_;
+  std::unique_ptr<PgConn> leader_conn_;  // guarded by leader_mu_; holds the session lock
+  bool leader_ = false;                  // guarded by leader_mu_
+};
+
+// --- helpers shared by the pg_store_*.cc files ---
+namespace pg {
+// SQL expression: a timestamptz column as integer microseconds since the epoch.
+#define FRUGAL_US(col) "(extract(epoch from " col ") * 1000000)::bigint"
+Timestamp FromMicros(std::int64_t us);
+std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
+std::string ToMicrosParam(Timestamp t);
+// Columns of a job row (joined with teams t and users u), and its parser.
+extern const char* const kJobColumns;
+model::Job ParseJob(const PgResult& r, int row);
+}  // namespace pg
+
+}  // namespace frugal::store
