@@ -1,0 +1,141 @@
+// Snapshot and plan application against a real PostgreSQL.
+#include <gtest/gtest.h>
+
+#include "common/crypto.h"
+#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+class ApplyPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conninfo_ = testing::TestPostgres::Get().NewDatabase();
+    store_ = std::make_unique<PgStore>(conninfo_, 4);
+    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+    admin_ = *store_->Authenticate(Sha256Hex("admin"));
+    model::Pool pool;
+    pool.name = "a100-spot";
+    pool.kind = model::CapacityKind::kSpot;
+    pool.gpu_type = "a100";
+    pool.gpu_mem_gb = 80;
+    pool.price_per_gpu_hour = 1'200'000;
+    pool.max_gpus = 64;
+    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+  }
+
+  model::Node AddNode(const std::string& name, int gpus) {
+    model::Node n;
+    n.name = name;
+    n.gpus = gpus;
+    n.gpu_type = "a100";
+    n.gpu_mem_gb = 80;
+    auto r = store_->RegisterNode(n, "a100-spot", Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return *r;
+  }
+
+  model::JobId Submit(int gpus) {
+    SubmitRequest r;
+    r.spec.command = {"true"};
+    r.spec.gpus = gpus;
+    auto res = store_->Submit(admin_, r);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    return res->job.id;
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<PgStore> store_;
+  Principal admin_;
+};
+
+TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
+  AddNode("n1", 8);
+  model::JobId a = Submit(4), b = Submit(4), c = Submit(4);
+  auto snap = store_->LoadSnapshot(100);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->pending.size(), 3u);
+  EXPECT_EQ(snap->nodes.size(), 1u);
+  EXPECT_EQ(snap->pools.size(), 1u);
+  auto plan = policy::FifoPolicy().Decide(*snap);
+  // 8 GPUs: jobs a and b (4 each) start, c waits.
+  auto started = store_->ApplyPlan(plan);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(*started, 2);
+  auto da = store_->GetJob(a, std::nullopt);
+  EXPECT_EQ(da->job.state, model::JobState::kRunning);
+  ASSERT_EQ(da->attempts.size(), 1u);
+  EXPECT_EQ(da->attempts[0].node, "n1");
+  EXPECT_EQ(da->attempts[0].pool, "a100-spot");
+  EXPECT_EQ(store_->GetJob(b, std::nullopt)->job.state, model::JobState::kRunning);
+  auto dc = store_->GetJob(c, std::nullopt);
+  EXPECT_EQ(dc->job.state, model::JobState::kPending);
+  EXPECT_EQ(dc->job.reason, "waiting: all 1 fitting node(s) are busy");
+
+  // The next snapshot sees the 8 GPUs in use.
+  auto next = store_->LoadSnapshot(100);
+  EXPECT_EQ(next->running.size(), 2u);
+  EXPECT_EQ(next->pending.size(), 1u);
+}
+
+TEST_F(ApplyPlanTest, AStalePlanStartsNothingTwice) {
+  AddNode("n1", 8);
+  Submit(2);
+  auto snap = store_->LoadSnapshot(100);
+  auto plan = policy::FifoPolicy().Decide(*snap);
+  EXPECT_EQ(*store_->ApplyPlan(plan), 1);
+  // Applying the same plan again (e.g. a second scheduler with an old snapshot).
+  EXPECT_EQ(*store_->ApplyPlan(plan), 0);
+  auto conn = PgConn::Connect(conninfo_);
+  EXPECT_EQ((*conn)->ExecScript("SELECT count(*) FROM attempts")->Int(0, 0), 1);
+}
+
+TEST_F(ApplyPlanTest, DatabaseRefusesASecondActiveAttempt) {
+  model::Node n = AddNode("n1", 8);
+  model::JobId j = Submit(1);
+  auto conn = PgConn::Connect(conninfo_);
+  auto insert = [&](int number) {
+    return (*conn)->Exec("attempt_" + std::to_string(number),
+                         "INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch)"
+                         " VALUES ($1, $2, $3, 1, 1)",
+                         {std::to_string(j), std::to_string(number), std::to_string(n.id)});
+  };
+  ASSERT_TRUE(insert(1).ok());
+  auto second = insert(2);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kConflict);  // unique partial index
+}
+
+TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
+  model::Node n;
+  n.name = "gone";
+  n.gpus = 8;
+  n.gpu_type = "a100";
+  n.gpu_mem_gb = 80;
+  ASSERT_TRUE(store_->RegisterNode(n, "a100-spot", Seconds(0)).ok());
+  EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
+  EXPECT_EQ(store_->RegisterNode(n, "no-such-pool", Seconds(60)).status().field(), "pool");
+}
+
+TEST_F(ApplyPlanTest, FailedDependencyCancelsTheDependent) {
+  model::JobId parent = Submit(1);
+  SubmitRequest r;
+  r.spec.command = {"true"};
+  r.spec.after = {parent};
+  model::JobId child = store_->Submit(admin_, r)->job.id;
+  auto snap = store_->LoadSnapshot(10);
+  // The child waits for its parent.
+  auto plan = policy::FifoPolicy().Decide(*snap);
+  ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+  EXPECT_EQ(store_->GetJob(child, std::nullopt)->job.reason,
+            "waiting: for dependencies " + std::to_string(parent) + " to succeed");
+  ASSERT_TRUE(store_->CancelJob(parent, std::nullopt, "admin").ok());
+  plan = policy::FifoPolicy().Decide(*store_->LoadSnapshot(10));
+  ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+  EXPECT_EQ(store_->GetJob(child, std::nullopt)->job.state, model::JobState::kCancelled);
+}
+
+}  // namespace
+}  // namespace frugal::store

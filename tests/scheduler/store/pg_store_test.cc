@@ -1,0 +1,212 @@
+// PgStore against a real PostgreSQL (one database per test).
+#include "scheduler/store/pg/pg_store.h"
+
+#include <gtest/gtest.h>
+
+#include "common/crypto.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conninfo_ = testing::TestPostgres::Get().NewDatabase();
+    store_ = std::make_unique<PgStore>(conninfo_, 4);
+    admin_ = Login(*store_->Bootstrap(Sha256Hex("admin-token")), "admin-token");
+  }
+
+  Principal Login(const IssuedToken&, const std::string& token) {
+    auto p = store_->Authenticate(Sha256Hex(token));
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return *p;
+  }
+
+  Principal Researcher(const std::string& team, const std::string& user) {
+    (void)store_->CreateTeam(team);
+    const std::string token = "tok-" + team + "-" + user;
+    auto issued = store_->CreateToken(team, user, Role::kResearcher, Sha256Hex(token));
+    EXPECT_TRUE(issued.ok()) << issued.status().ToString();
+    return Login(*issued, token);
+  }
+
+  SubmitRequest Req(const std::string& name, std::optional<std::string> key = std::nullopt) {
+    SubmitRequest r;
+    r.spec.name = name;
+    r.spec.command = {"echo", name};
+    r.spec.labels = {{"exp", "a"}};
+    r.idempotency_key = std::move(key);
+    r.request_sha256 = Sha256Hex(name);
+    return r;
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<PgStore> store_;
+  Principal admin_;
+};
+
+TEST_F(PgStoreTest, SubmitStoresEveryFieldAndAnEvent) {
+  Principal alice = Researcher("vision", "alice");
+  SubmitRequest r = Req("train");
+  r.spec.gpus = 4;
+  r.spec.gpu_types = {"a100"};
+  r.spec.env = {{"LR", "0.1"}};
+  r.spec.deadline = *ParseRfc3339("2030-01-01T00:00:00Z");
+  r.spec.estimate = Seconds(3600);
+  r.spec.tolerance = model::Tolerance::kCheckpointed;
+  auto res = store_->Submit(alice, r);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_TRUE(res->created);
+  auto d = store_->GetJob(res->job.id, alice.team_id);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->job.team, "vision");
+  EXPECT_EQ(d->job.user, "alice");
+  EXPECT_EQ(d->job.spec.gpus, 4);
+  EXPECT_EQ(d->job.spec.gpu_types, std::vector<std::string>{"a100"});
+  EXPECT_EQ(d->job.spec.env.at("LR"), "0.1");
+  EXPECT_EQ(FormatRfc3339(*d->job.spec.deadline), "2030-01-01T00:00:00Z");
+  EXPECT_EQ(d->job.spec.tolerance, model::Tolerance::kCheckpointed);
+  EXPECT_EQ(d->job.state, model::JobState::kPending);
+  ASSERT_EQ(d->events.size(), 1u);
+  EXPECT_EQ(d->events[0].kind, "submitted");
+}
+
+TEST_F(PgStoreTest, SameIdempotencyKeyGivesTheSameJob) {
+  Principal alice = Researcher("vision", "alice");
+  auto a = store_->Submit(alice, Req("train", "key-1"));
+  auto b = store_->Submit(alice, Req("train", "key-1"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->created);
+  EXPECT_FALSE(b->created);
+  EXPECT_EQ(a->job.id, b->job.id);
+  // A different body under the same key is a conflict, not a second job.
+  auto c = store_->Submit(alice, Req("other", "key-1"));
+  EXPECT_EQ(c.status().code(), StatusCode::kConflict);
+  // Keys are per team.
+  Principal bob = Researcher("nlp", "bob");
+  auto d = store_->Submit(bob, Req("train", "key-1"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->created);
+  EXPECT_NE(d->job.id, a->job.id);
+}
+
+TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {
+  Principal alice = Researcher("vision", "alice");
+  Principal bob = Researcher("nlp", "bob");
+  auto job = store_->Submit(alice, Req("train"));
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(store_->GetJob(job->job.id, bob.team_id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->CancelJob(job->job.id, bob.team_id, "bob").status().code(),
+            StatusCode::kNotFound);
+  JobFilter f;
+  f.visible_team = bob.team_id;
+  EXPECT_TRUE(store_->ListJobs(f)->jobs.empty());
+  f.visible_team = std::nullopt;  // admin
+  EXPECT_EQ(store_->ListJobs(f)->jobs.size(), 1u);
+}
+
+TEST_F(PgStoreTest, ListPagesThroughEveryJobOnce) {
+  Principal alice = Researcher("vision", "alice");
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(store_->Submit(alice, Req("j" + std::to_string(i))).ok());
+  JobFilter f;
+  f.limit = 3;
+  std::vector<model::JobId> seen;
+  for (int page = 0; page < 10; ++page) {
+    auto p = store_->ListJobs(f);
+    ASSERT_TRUE(p.ok());
+    for (const auto& j : p->jobs) seen.push_back(j.id);
+    if (!p->next_cursor) break;
+    f.before = p->next_cursor;
+  }
+  // 7 jobs in pages of 3 + 3 + 1, newest first, no repeats.
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_TRUE(std::is_sorted(seen.rbegin(), seen.rend()));
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
+}
+
+TEST_F(PgStoreTest, ListFiltersByStateUserAndLabel) {
+  Principal alice = Researcher("vision", "alice");
+  Principal carol = Researcher("vision", "carol");
+  auto a = store_->Submit(alice, Req("a"));
+  SubmitRequest other = Req("b");
+  other.spec.labels = {{"exp", "b"}};
+  ASSERT_TRUE(store_->Submit(carol, other).ok());
+  ASSERT_TRUE(store_->CancelJob(a->job.id, std::nullopt, "admin").ok());
+  JobFilter f;
+  f.user = "carol";
+  EXPECT_EQ(store_->ListJobs(f)->jobs.size(), 1u);
+  f = {};
+  f.label = std::make_pair("exp", "a");
+  EXPECT_EQ(store_->ListJobs(f)->jobs.size(), 1u);
+  f = {};
+  f.state = model::JobState::kCancelled;
+  auto p = store_->ListJobs(f);
+  ASSERT_EQ(p->jobs.size(), 1u);
+  EXPECT_EQ(p->jobs[0].id, a->job.id);
+}
+
+TEST_F(PgStoreTest, CancelEndsPendingJobsAndRefusesEndedOnes) {
+  Principal alice = Researcher("vision", "alice");
+  auto job = store_->Submit(alice, Req("train"));
+  auto c = store_->CancelJob(job->job.id, alice.team_id, "alice");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->state, model::JobState::kCancelled);
+  EXPECT_TRUE(c->finished_at.has_value());
+  EXPECT_EQ(store_->CancelJob(job->job.id, alice.team_id, "alice").status().code(),
+            StatusCode::kConflict);
+  auto d = store_->GetJob(job->job.id, std::nullopt);
+  ASSERT_EQ(d->events.size(), 2u);
+  EXPECT_EQ(d->events[1].to_state, "cancelled");
+}
+
+TEST_F(PgStoreTest, DependenciesMustExistAndBeVisible) {
+  Principal alice = Researcher("vision", "alice");
+  Principal bob = Researcher("nlp", "bob");
+  auto bobs = store_->Submit(bob, Req("b"));
+  SubmitRequest r = Req("a");
+  r.spec.after = {bobs->job.id};
+  EXPECT_EQ(store_->Submit(alice, r).status().field(), "after");  // another team's job
+  r.spec.after = {999999};
+  EXPECT_EQ(store_->Submit(alice, r).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PgStoreTest, TokensAuthenticateOnlyByHashAndBootstrapRunsOnce) {
+  EXPECT_EQ(admin_.role, Role::kAdmin);
+  EXPECT_EQ(store_->Authenticate(Sha256Hex("nope")).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(store_->Bootstrap(Sha256Hex("second")).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->CreateToken("ghosts", "x", Role::kResearcher, Sha256Hex("t")).status().field(),
+            "team");
+}
+
+TEST_F(PgStoreTest, EventLogIsAppendOnly) {
+  Principal alice = Researcher("vision", "alice");
+  ASSERT_TRUE(store_->Submit(alice, Req("train")).ok());
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  EXPECT_FALSE((*conn)->ExecScript("UPDATE job_events SET message = 'rewritten'").ok());
+  EXPECT_FALSE((*conn)->ExecScript("DELETE FROM job_events").ok());
+  EXPECT_FALSE((*conn)->ExecScript("TRUNCATE job_events CASCADE").ok());
+}
+
+TEST_F(PgStoreTest, SchemaRefusesBadRows) {
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  PgConn& c = **conn;
+  const std::string team = std::to_string(admin_.team_id), user = std::to_string(admin_.user_id);
+  auto insert = [&](const std::string& gpus, const std::string& state) {
+    return c.Exec("bad_job_" + gpus + state,
+                  "INSERT INTO jobs (team_id, user_id, command, gpus, priority, priority_rank,"
+                  " tolerance, state) VALUES ($1, $2, '{x}', $3, 'normal', 2, 'none', $4)",
+                  {team, user, gpus, state});
+  };
+  EXPECT_FALSE(insert("0", "pending").ok());   // GPUs > 0
+  EXPECT_FALSE(insert("-1", "pending").ok());
+  EXPECT_FALSE(insert("1", "exploded").ok());  // valid states only
+  EXPECT_TRUE(insert("1", "pending").ok());
+}
+
+}  // namespace
+}  // namespace frugal::store
