@@ -8,16 +8,20 @@
 #include <optional>
 
 #include "api/codec.h"
+#include "api/server.h"
 #include "common/clock.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/worker_store.h"
 
 namespace frugal::api {
 
 struct Context {
   store::JobStore& store;
+  store::WorkerStore& workers;
   engine::Engine& engine;
   const Clock& clock;
+  ApiOptions options;
 };
 
 struct Reply {
@@ -48,5 +52,15 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 
 void RegisterJobRoutes(httplib::Server& server, Context& ctx);
 void RegisterAdminRoutes(httplib::Server& server, Context& ctx);
+void RegisterWorkerRoutes(httplib::Server& server, Context& ctx);
+
+// Rejects fields of `body` not in `allowed`, naming the first unknown one.
+Status CheckFields(const json& body, std::initializer_list<const char*> allowed);
+// body[field] as the given type, or InvalidArgument naming the field.
+StatusOr<std::string> RequiredString(const json& body, const char* field);
+StatusOr<std::int64_t> RequiredInt(const json& body, const char* field, std::int64_t lo,
+                                   std::int64_t hi);
+// A positive integer path segment (job or attempt id).
+StatusOr<std::int64_t> ParseId(const std::string& text, const char* field);
 
 }  // namespace frugal::api

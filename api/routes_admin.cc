@@ -3,32 +3,74 @@
 
 #include "api/routes.h"
 #include "common/crypto.h"
+#include "common/money.h"
 
 namespace frugal::api {
 
 namespace {
 
-// Rejects fields of `body` not in `allowed`.
-Status CheckFields(const json& body, std::initializer_list<const char*> allowed) {
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || it.key() == a;
-    if (!ok) return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'", it.key().substr(0, 64));
-  }
-  return Status::Ok();
+json EncodePool(const model::Pool& p) {
+  return {{"id", p.id},
+          {"name", p.name},
+          {"capacity_kind", model::ToString(p.kind)},
+          {"gpu_type", p.gpu_type},
+          {"gpu_mem_gb", p.gpu_mem_gb},
+          {"speed", p.speed},
+          {"price_per_gpu_hour", FormatDollars(p.price_per_gpu_hour, true)},
+          {"max_gpus", p.max_gpus}};
 }
 
-StatusOr<std::string> RequiredString(const json& body, const char* field) {
-  if (!body.contains(field)) return InvalidArgument(std::string(field) + ": is required", field);
-  if (!body[field].is_string()) {
-    return InvalidArgument(std::string(field) + ": must be a string", field);
+StatusOr<model::Pool> DecodePool(const json& body) {
+  RETURN_IF_ERROR(CheckFields(body, {"name", "capacity_kind", "gpu_type", "gpu_mem_gb", "speed",
+                                     "price_per_gpu_hour", "max_gpus"}));
+  model::Pool p;
+  ASSIGN_OR_RETURN(p.name, RequiredString(body, "name"));
+  RETURN_IF_ERROR(ValidateName(p.name, "name", false));
+  ASSIGN_OR_RETURN(std::string kind, RequiredString(body, "capacity_kind"));
+  ASSIGN_OR_RETURN(p.kind, model::ParseCapacityKind(kind));
+  ASSIGN_OR_RETURN(p.gpu_type, RequiredString(body, "gpu_type"));
+  if (p.gpu_type.empty() || p.gpu_type.size() > 64) {
+    return InvalidArgument("gpu_type: 1 to 64 characters", "gpu_type");
   }
-  return body[field].get<std::string>();
+  ASSIGN_OR_RETURN(p.gpu_mem_gb, RequiredInt(body, "gpu_mem_gb", 1, 4096));
+  ASSIGN_OR_RETURN(p.max_gpus, RequiredInt(body, "max_gpus", 0, 1000000));
+  // Money travels as a decimal string ("2.48"), never a float.
+  ASSIGN_OR_RETURN(std::string price, RequiredString(body, "price_per_gpu_hour"));
+  auto micros = ParseDollars(price);
+  if (!micros.ok()) {
+    return InvalidArgument("price_per_gpu_hour: " + micros.status().message(), "price_per_gpu_hour");
+  }
+  p.price_per_gpu_hour = *micros;
+  if (body.contains("speed")) {
+    if (!body["speed"].is_number() || body["speed"].get<double>() <= 0 ||
+        body["speed"].get<double>() > 100) {
+      return InvalidArgument("speed: must be a number in (0, 100]", "speed");
+    }
+    p.speed = body["speed"].get<double>();
+  }
+  return p;
 }
 
 }  // namespace
 
 void RegisterAdminRoutes(httplib::Server& s, Context& ctx) {
+  s.Post("/v1/admin/pools", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
+                                                           -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           ASSIGN_OR_RETURN(auto pool, DecodePool(body));
+           ASSIGN_OR_RETURN(auto saved, ctx.store.UpsertPool(pool));
+           return Reply{200, EncodePool(saved)};
+         }));
+
+  s.Get("/v1/admin/pools", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
+                                                          -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {}));
+          ASSIGN_OR_RETURN(auto pools, ctx.store.ListPools());
+          json out = json::array();
+          for (const auto& p : pools) out.push_back(EncodePool(p));
+          return Reply{200, {{"pools", out}}};
+        }));
+
   s.Post("/v1/admin/teams", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
                                                            -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));

@@ -8,14 +8,7 @@ namespace frugal::api {
 
 namespace {
 
-StatusOr<model::JobId> ParseJobId(const std::string& text) {
-  if (text.empty() || text.size() > 18 ||
-      text.find_first_not_of("0123456789") != std::string::npos || text[0] == '0') {
-    return InvalidArgument("job id must be a positive integer, got '" + text.substr(0, 32) + "'",
-                           "id");
-  }
-  return std::stoll(text);
-}
+StatusOr<model::JobId> ParseJobId(const std::string& text) { return ParseId(text, "id"); }
 
 StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
   RETURN_IF_ERROR(CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor"}));

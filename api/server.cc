@@ -136,20 +136,65 @@ Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const
   return Status::Ok();
 }
 
+Status CheckFields(const json& body, std::initializer_list<const char*> allowed) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || it.key() == a;
+    if (!ok) {
+      return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'",
+                             it.key().substr(0, 64));
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> RequiredString(const json& body, const char* field) {
+  if (!body.contains(field)) return InvalidArgument(std::string(field) + ": is required", field);
+  if (!body[field].is_string()) {
+    return InvalidArgument(std::string(field) + ": must be a string", field);
+  }
+  return body[field].get<std::string>();
+}
+
+StatusOr<std::int64_t> RequiredInt(const json& body, const char* field, std::int64_t lo,
+                                   std::int64_t hi) {
+  if (!body.contains(field)) return InvalidArgument(std::string(field) + ": is required", field);
+  const json& v = body[field];
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > 1ULL << 62) ||
+      v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+    return InvalidArgument(std::string(field) + ": must be an integer between " +
+                               std::to_string(lo) + " and " + std::to_string(hi),
+                           field);
+  }
+  return v.get<std::int64_t>();
+}
+
+StatusOr<std::int64_t> ParseId(const std::string& text, const char* field) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos || text[0] == '0') {
+    return InvalidArgument(std::string(field) + " must be a positive integer, got '" +
+                               text.substr(0, 32) + "'",
+                           field);
+  }
+  return std::stoll(text);
+}
+
 std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
   if (who.role == store::Role::kAdmin) return std::nullopt;
   return who.team_id;
 }
 
 struct ApiServer::Impl {
-  Impl(store::JobStore& store, engine::Engine& engine, const Clock& clock)
-      : ctx{store, engine, clock} {}
+  Impl(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
+       const Clock& clock, ApiOptions options)
+      : ctx{store, workers, engine, clock, options} {}
   Context ctx;
   httplib::Server server;
 };
 
-ApiServer::ApiServer(store::JobStore& store, engine::Engine& engine, const Clock& clock)
-    : impl_(std::make_unique<Impl>(store, engine, clock)) {
+ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
+                     const Clock& clock, ApiOptions options)
+    : impl_(std::make_unique<Impl>(store, workers, engine, clock, options)) {
   auto& s = impl_->server;
   // httplib answers 413 itself above this, before reading the body.
   s.set_payload_max_length(kMaxBodyBytes);
@@ -179,6 +224,7 @@ ApiServer::ApiServer(store::JobStore& store, engine::Engine& engine, const Clock
   });
   RegisterJobRoutes(s, impl_->ctx);
   RegisterAdminRoutes(s, impl_->ctx);
+  RegisterWorkerRoutes(s, impl_->ctx);
 }
 
 ApiServer::~ApiServer() = default;

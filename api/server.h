@@ -12,12 +12,20 @@
 #include "common/status.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/worker_store.h"
 
 namespace frugal::api {
 
+struct ApiOptions {
+  Seconds lease_ttl{15};          // a worker's lease, extended by each heartbeat
+  Seconds heartbeat_interval{2};  // what registration tells workers
+  std::int64_t log_cap_bytes = 1 << 20;  // output kept per attempt
+};
+
 class ApiServer {
  public:
-  ApiServer(store::JobStore& store, engine::Engine& engine, const Clock& clock);
+  ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
+            const Clock& clock, ApiOptions options);
   ~ApiServer();
 
   // Binds host:port (port 0 picks a free one); returns the bound port.

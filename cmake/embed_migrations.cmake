@@ -1,8 +1,9 @@
 # Writes OUTPUT, a C++ file holding every migration in MIGRATIONS (a ;-list of .sql paths,
-# in order) so the scheduler binary carries its schema with it.
+# in order, |-separated) so the scheduler binary carries its schema with it.
 set(body "// Generated from migrations/*.sql by cmake/embed_migrations.cmake. Do not edit.\n")
 string(APPEND body "#include \"scheduler/store/pg/migrations.h\"\n\nnamespace frugal::store {\n\n")
 string(APPEND body "const std::vector<Migration>& AllMigrations() {\n  static const std::vector<Migration> kAll = {\n")
+string(REPLACE "|" ";" MIGRATIONS "${MIGRATIONS}")
 foreach(path IN LISTS MIGRATIONS)
   get_filename_component(name "${path}" NAME_WE)
   string(SUBSTRING "${name}" 0 4 version)

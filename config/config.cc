@@ -48,6 +48,10 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     auto d = ParseDuration(v);
     if (!d.ok()) return InvalidArgument("cycle_interval: " + d.status().message(), key);
     c.cycle_interval = *d;
+  } else if (key == "lease_ttl" || key == "heartbeat_interval") {
+    auto d = ParseDuration(v);
+    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
+    (key == "lease_ttl" ? c.lease_ttl : c.heartbeat_interval) = *d;
   } else if (key == "db_pool_size") {
     ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
   } else if (key == "max_pending_per_cycle") {
@@ -55,7 +59,8 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
   } else {
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
-                               "cycle_interval, db_pool_size, max_pending_per_cycle)",
+                               "cycle_interval, db_pool_size, max_pending_per_cycle, lease_ttl, "
+                               "heartbeat_interval)",
                            key);
   }
   return Status::Ok();
@@ -92,8 +97,9 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
       }
     }
   }
-  const char* keys[] = {"database_url", "listen", "log_level", "policy", "cycle_interval",
-                        "db_pool_size", "max_pending_per_cycle"};
+  const char* keys[] = {"database_url",          "listen",    "log_level",
+                        "policy",                "cycle_interval", "db_pool_size",
+                        "max_pending_per_cycle", "lease_ttl", "heartbeat_interval"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

@@ -21,6 +21,8 @@ struct SchedulerConfig {
   Seconds cycle_interval{2};
   int db_pool_size = 8;
   int max_pending_per_cycle = 10000;
+  Seconds lease_ttl{15};          // a worker's lease; lost after this without a heartbeat
+  Seconds heartbeat_interval{2};  // told to workers at registration
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;

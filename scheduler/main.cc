@@ -55,7 +55,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::store::PgStore store(db->conninfo, cfg.db_pool_size);
   frugal::SystemClock clock;
   frugal::engine::Engine engine(store, **policy, {cfg.cycle_interval, cfg.max_pending_per_cycle});
-  frugal::api::ApiServer server(store, engine, clock);
+  frugal::api::ApiServer server(store, store, engine, clock,
+                                {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());
 
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", state_dir, "state directory (default ./.frugal or $FRUGAL_HOME)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
   app.add_option("--policy", policy, "placement policy (default placement/fifo)");
+  std::string lease_ttl, heartbeat, cycle;
+  app.add_option("--lease-ttl", lease_ttl, "worker lease, e.g. 15s");
+  app.add_option("--heartbeat-interval", heartbeat, "worker heartbeat interval, e.g. 2s");
+  app.add_option("--cycle-interval", cycle, "scheduling cycle interval, e.g. 2s");
   auto* bootstrap = app.add_subcommand("bootstrap", "create the first admin token and print it");
   app.require_subcommand(0, 1);
   CLI11_PARSE(app, argc, argv);
@@ -96,7 +101,8 @@ int main(int argc, char** argv) {
   if (!cfg.ok()) return Fail(cfg.status());
   std::pair<const char*, const std::string*> flags[] = {
       {"listen", &listen},       {"database_url", &database_url}, {"state_dir", &state_dir},
-      {"log_level", &log_level}, {"policy", &policy}};
+      {"log_level", &log_level}, {"policy", &policy},       {"lease_ttl", &lease_ttl},
+      {"heartbeat_interval", &heartbeat}, {"cycle_interval", &cycle}};
   for (auto& [key, value] : flags) {
     if (value->empty()) continue;
     if (auto st = frugal::config::SetKey(*cfg, key, *value); !st.ok()) return Fail(st);

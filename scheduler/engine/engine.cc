@@ -79,6 +79,9 @@ class Engine::Impl {
       stats_.leader = leader;
     }
     if (!leader) return Status::Ok();
+    // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
+    ASSIGN_OR_RETURN(int lost, store_.SweepLostNodes());
+    if (lost > 0) spdlog::warn(R"("event":"node_lost","attempts_requeued":{})", lost);
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
     model::Plan plan = policy_.Decide(snapshot);
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));

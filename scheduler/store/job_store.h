@@ -113,13 +113,15 @@ class JobStore {
   // (FailedPrecondition: bootstrap runs once).
   virtual StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) = 0;
 
-  // --- capacity (the worker issue registers nodes through these) ---
+  // --- capacity (nodes register through WorkerStore) ---
   virtual StatusOr<model::Pool> UpsertPool(const model::Pool& pool) = 0;
-  // Registers or re-registers `node` in pool `pool_name` with a lease of `lease_ttl`.
-  virtual StatusOr<model::Node> RegisterNode(const model::Node& node, const std::string& pool_name,
-                                             Seconds lease_ttl) = 0;
+  virtual StatusOr<std::vector<model::Pool>> ListPools() = 0;
 
   // --- engine ---
+  // Nodes whose lease (database time) expired become lost; their active attempts end
+  // node_lost and their jobs are pending again with their checkpoints. Returns how many
+  // attempts were ended.
+  virtual StatusOr<int> SweepLostNodes() = 0;
   // True while this store's dedicated session holds the scheduler leader lock.
   virtual StatusOr<bool> TryLeadership() = 0;
   // Pending jobs (at most `max_pending`, in claim order), active attempts, live nodes,

@@ -139,31 +139,6 @@ StatusOr<model::Pool> PgStore::UpsertPool(const model::Pool& p) {
   });
 }
 
-StatusOr<model::Node> PgStore::RegisterNode(const model::Node& n, const std::string& pool_name,
-                                            Seconds lease_ttl) {
-  return InTransaction<model::Node>(pool_, [&](PgConn& c) -> StatusOr<model::Node> {
-    ASSIGN_OR_RETURN(auto r, c.Exec("register_node",
-                                    "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
-                                    " lease_expires_at) SELECT $1, p.id, $3, $4, $5,"
-                                    " now() + make_interval(secs => $6) FROM pools p WHERE"
-                                    " p.name = $2 ON CONFLICT (name) DO UPDATE SET pool_id ="
-                                    " EXCLUDED.pool_id, gpus = EXCLUDED.gpus, gpu_type ="
-                                    " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb,"
-                                    " lease_epoch = nodes.lease_epoch + 1, lease_expires_at ="
-                                    " EXCLUDED.lease_expires_at, state = 'live'"
-                                    " RETURNING id, pool_id, " FRUGAL_US("lease_expires_at"),
-                                    {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
-                                     std::to_string(n.gpu_mem_gb),
-                                     std::to_string(lease_ttl.count())}));
-    if (r.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
-    model::Node out = n;
-    out.id = r.Int(0, 0);
-    out.pool_id = r.Int(0, 1);
-    out.lease_expires_at = pg::FromMicros(r.Int(0, 2));
-    return out;
-  });
-}
-
 StatusOr<bool> PgStore::TryLeadership() {
   std::lock_guard<std::mutex> lock(leader_mu_);
   if (leader_conn_ && leader_) {

@@ -7,11 +7,12 @@
 #include <string>
 
 #include "scheduler/store/job_store.h"
+#include "scheduler/store/worker_store.h"
 #include "scheduler/store/pg/pg_conn.h"
 
 namespace frugal::store {
 
-class PgStore final : public JobStore {
+class PgStore final : public JobStore, public WorkerStore {
  public:
   // `conninfo` is a libpq connection string or URL; the schema must be migrated already.
   PgStore(std::string conninfo, int pool_size);
@@ -31,12 +32,24 @@ class PgStore final : public JobStore {
   StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) override;
 
   StatusOr<model::Pool> UpsertPool(const model::Pool& pool) override;
-  StatusOr<model::Node> RegisterNode(const model::Node& node, const std::string& pool_name,
-                                     Seconds lease_ttl) override;
+  StatusOr<std::vector<model::Pool>> ListPools() override;
 
+  StatusOr<int> SweepLostNodes() override;
   StatusOr<bool> TryLeadership() override;
   StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
+
+  StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
+                                        Seconds lease_ttl) override;
+  StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) override;
+  Status CommitCheckpoint(const CheckpointReport& report) override;
+  Status AppendLog(model::AttemptId attempt, std::int64_t lease_epoch, const std::string& data,
+                   std::int64_t cap_bytes) override;
+  StatusOr<model::Job> FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
+                                     Outcome outcome, std::optional<int> exit_code) override;
+  StatusOr<std::vector<LogChunk>> ReadLogs(model::JobId job,
+                                           std::optional<model::TeamId> visible_team,
+                                           std::int64_t after_seq, int limit) override;
 
  private:
   PgPool pool_;
@@ -54,7 +67,10 @@ std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
-model::Job ParseJob(const PgResult& r, int row);
+constexpr int kJobColumnCount = 30;
+// Parses a job whose kJobColumns start at column `first`.
+model::Job ParseJob(const PgResult& r, int row, int first = 0);
+StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c);
 }  // namespace pg
 
 }  // namespace frugal::store

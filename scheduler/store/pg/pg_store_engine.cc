@@ -24,7 +24,9 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')),"
                " (SELECT min(d.id) FROM jobs d WHERE d.id = ANY (j.depends_on)"
                "   AND d.state IN ('failed', 'cancelled', 'timed_out'))"
-               " FROM jobs j WHERE j.state = 'pending' ORDER BY j.priority_rank, j.id LIMIT $1",
+               " FROM jobs j WHERE j.state = 'pending'"
+               " AND (j.not_before IS NULL OR j.not_before <= now())"
+               " ORDER BY j.priority_rank, j.id LIMIT $1",
                {std::to_string(max_pending)}));
     for (int i = 0; i < p.rows(); ++i) {
       model::PendingJob j;
@@ -65,23 +67,37 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       node.lease_expires_at = pg::FromMicros(n.Int(i, 6));
       s.nodes.push_back(std::move(node));
     }
-    ASSIGN_OR_RETURN(auto pl, c.Exec("snapshot_pools",
-                                     "SELECT id, name, capacity_kind, gpu_type, gpu_mem_gb, speed,"
-                                     " price_micros_per_gpu_hour, max_gpus FROM pools ORDER BY id"));
-    for (int i = 0; i < pl.rows(); ++i) {
-      model::Pool pool;
-      pool.id = pl.Int(i, 0);
-      pool.name = pl.Text(i, 1);
-      pool.kind = model::ParseCapacityKind(pl.Text(i, 2)).value();
-      pool.gpu_type = pl.Text(i, 3);
-      pool.gpu_mem_gb = static_cast<int>(pl.Int(i, 4));
-      pool.speed = pl.Double(i, 5);
-      pool.price_per_gpu_hour = pl.Int(i, 6);
-      pool.max_gpus = static_cast<int>(pl.Int(i, 7));
-      s.pools.push_back(std::move(pool));
-    }
+    ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c));
     return s;
   });
+}
+
+namespace pg {
+
+StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
+  ASSIGN_OR_RETURN(auto pl, c.Exec("load_pools",
+                                   "SELECT id, name, capacity_kind, gpu_type, gpu_mem_gb, speed,"
+                                   " price_micros_per_gpu_hour, max_gpus FROM pools ORDER BY id"));
+  std::vector<model::Pool> out;
+  for (int i = 0; i < pl.rows(); ++i) {
+    model::Pool pool;
+    pool.id = pl.Int(i, 0);
+    pool.name = pl.Text(i, 1);
+    pool.kind = model::ParseCapacityKind(pl.Text(i, 2)).value();
+    pool.gpu_type = pl.Text(i, 3);
+    pool.gpu_mem_gb = static_cast<int>(pl.Int(i, 4));
+    pool.speed = pl.Double(i, 5);
+    pool.price_per_gpu_hour = pl.Int(i, 6);
+    pool.max_gpus = static_cast<int>(pl.Int(i, 7));
+    out.push_back(std::move(pool));
+  }
+  return out;
+}
+
+}  // namespace pg
+
+StatusOr<std::vector<model::Pool>> PgStore::ListPools() {
+  return InTransaction<std::vector<model::Pool>>(pool_, [](PgConn& c) { return pg::LoadPools(c); });
 }
 
 namespace {

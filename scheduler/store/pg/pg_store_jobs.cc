@@ -1,6 +1,8 @@
 // Jobs: submit (idempotent), list, get, cancel.
 #include <nlohmann/json.hpp>
 
+#include <cassert>
+
 #include "scheduler/store/pg/pg_store.h"
 
 namespace frugal::store {
@@ -32,9 +34,9 @@ std::string ToMicrosParam(Timestamp t) {
       std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
-Job ParseJob(const PgResult& r, int i) {
+Job ParseJob(const PgResult& r, int i, int first) {
   Job j;
-  int c = 0;
+  int c = first;
   j.id = r.Int(i, c++);
   j.team_id = r.Int(i, c++);
   j.team = r.Text(i, c++);
@@ -65,6 +67,7 @@ Job ParseJob(const PgResult& r, int i) {
   j.updated_at = FromMicros(r.Int(i, c++));
   j.started_at = OptTime(r, i, c++);
   j.finished_at = OptTime(r, i, c++);
+  assert(c - first == kJobColumnCount);
   return j;
 }
 

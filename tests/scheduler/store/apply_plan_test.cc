@@ -32,9 +32,10 @@ class ApplyPlanTest : public ::testing::Test {
     n.gpus = gpus;
     n.gpu_type = "a100";
     n.gpu_mem_gb = 80;
-    auto r = store_->RegisterNode(n, "a100-spot", Seconds(60));
+    auto r = store_->RegisterWorker(n, "a100-spot", Seconds(60));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return *r;
+    n.id = r->node_id;
+    return n;
   }
 
   model::JobId Submit(int gpus) {
@@ -114,9 +115,9 @@ TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
   n.gpus = 8;
   n.gpu_type = "a100";
   n.gpu_mem_gb = 80;
-  ASSERT_TRUE(store_->RegisterNode(n, "a100-spot", Seconds(0)).ok());
+  ASSERT_TRUE(store_->RegisterWorker(n, "a100-spot", Seconds(0)).ok());
   EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
-  EXPECT_EQ(store_->RegisterNode(n, "no-such-pool", Seconds(60)).status().field(), "pool");
+  EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60)).status().field(), "pool");
 }
 
 TEST_F(ApplyPlanTest, FailedDependencyCancelsTheDependent) {

@@ -1,0 +1,183 @@
+// Worker protocol routes (docs/worker-protocol.md) and job log reading.
+#include <spdlog/spdlog.h>
+
+#include "api/routes.h"
+#include "common/log.h"
+
+namespace frugal::api {
+
+namespace {
+
+StatusOr<std::vector<model::AttemptId>> ParseRunning(const json& body) {
+  std::vector<model::AttemptId> out;
+  if (!body.contains("running")) return out;
+  const json& r = body["running"];
+  if (!r.is_array() || r.size() > 1024) {
+    return InvalidArgument("running: must be an array of at most 1024 attempt ids", "running");
+  }
+  for (const auto& v : r) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
+      return InvalidArgument("running: attempt ids are positive integers", "running");
+    }
+    out.push_back(v.get<std::int64_t>());
+  }
+  return out;
+}
+
+StatusOr<std::string> ParseGpuStats(const json& body) {
+  if (!body.contains("gpus")) return std::string("[]");
+  const json& g = body["gpus"];
+  if (!g.is_array() || g.size() > 64) {
+    return InvalidArgument("gpus: must be an array of at most 64 GPU readings", "gpus");
+  }
+  for (const auto& e : g) {
+    if (!e.is_object() || e.size() > 8) {
+      return InvalidArgument("gpus: each reading is an object like {\"index\":0,"
+                             "\"utilization\":93,\"memory_used_mb\":30123}",
+                             "gpus");
+    }
+  }
+  return g.dump();
+}
+
+json EncodeOrder(const store::AttemptOrder& o) {
+  const auto& s = o.spec;
+  return {{"attempt_id", o.attempt_id},
+          {"job_id", o.job_id},
+          {"attempt", o.number},
+          {"command", s.command},
+          {"env", s.env},
+          {"working_dir", s.working_dir},
+          {"gpus", o.gpus},
+          {"resume_from", o.resume_from},
+          {"resume_step", o.resume_step ? json(*o.resume_step) : json(nullptr)},
+          {"max_runtime_seconds", s.max_runtime ? json(s.max_runtime->count()) : json(nullptr)}};
+}
+
+}  // namespace
+
+void RegisterWorkerRoutes(httplib::Server& s, Context& ctx) {
+  s.Post("/v1/workers/register", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
+                                                                    auto&) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"node", "pool", "gpus", "gpu_type", "gpu_mem_gb"}));
+           model::Node n;
+           ASSIGN_OR_RETURN(n.name, RequiredString(body, "node"));
+           RETURN_IF_ERROR(ValidateName(n.name, "node", true));
+           ASSIGN_OR_RETURN(std::string pool, RequiredString(body, "pool"));
+           ASSIGN_OR_RETURN(n.gpus, RequiredInt(body, "gpus", 1, 1024));
+           ASSIGN_OR_RETURN(n.gpu_type, RequiredString(body, "gpu_type"));
+           if (n.gpu_type.empty() || n.gpu_type.size() > 64) {
+             return InvalidArgument("gpu_type: 1 to 64 characters", "gpu_type");
+           }
+           ASSIGN_OR_RETURN(n.gpu_mem_gb, RequiredInt(body, "gpu_mem_gb", 1, 4096));
+           ASSIGN_OR_RETURN(auto reg, ctx.workers.RegisterWorker(n, pool, ctx.options.lease_ttl));
+           spdlog::info(R"("event":"worker_registered","node":"{}","pool":"{}","lease_epoch":{},"attempts_lost":{})",
+                        JsonEscape(n.name), JsonEscape(pool), reg.lease_epoch, reg.attempts_lost);
+           ctx.engine.Kick();
+           return Reply{200, {{"node_id", reg.node_id},
+                              {"lease_epoch", reg.lease_epoch},
+                              {"lease_ttl_seconds", ctx.options.lease_ttl.count()},
+                              {"heartbeat_seconds", ctx.options.heartbeat_interval.count()}}};
+         }));
+
+  s.Post("/v1/workers/heartbeat", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
+                                                                     auto&) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"node", "lease_epoch", "running", "gpus", "notice"}));
+           store::HeartbeatRequest hb;
+           ASSIGN_OR_RETURN(hb.node, RequiredString(body, "node"));
+           ASSIGN_OR_RETURN(hb.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(hb.running, ParseRunning(body));
+           ASSIGN_OR_RETURN(hb.gpu_stats_json, ParseGpuStats(body));
+           if (body.contains("notice")) {
+             if (!body["notice"].is_boolean()) return InvalidArgument("notice: must be a boolean", "notice");
+             hb.notice = body["notice"].get<bool>();
+           }
+           ASSIGN_OR_RETURN(auto reply, ctx.workers.Heartbeat(hb, ctx.options.lease_ttl));
+           json assignments = json::array(), stops = json::array();
+           for (const auto& o : reply.assignments) assignments.push_back(EncodeOrder(o));
+           for (const auto& st : reply.stops) {
+             stops.push_back({{"attempt_id", st.attempt_id}, {"reason", st.reason}});
+           }
+           return Reply{200, {{"lease_ttl_seconds", ctx.options.lease_ttl.count()},
+                              {"assignments", assignments},
+                              {"stop", stops}}};
+         }));
+
+  s.Post(R"(/v1/workers/attempts/([^/]+)/checkpoint)",
+         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+           store::CheckpointReport r;
+           ASSIGN_OR_RETURN(r.attempt_id, ParseId(req.matches[1], "attempt_id"));
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "step", "progress", "uri", "size_bytes"}));
+           ASSIGN_OR_RETURN(r.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(r.step, RequiredInt(body, "step", 0, 1LL << 62));
+           ASSIGN_OR_RETURN(r.uri, RequiredString(body, "uri"));
+           if (r.uri.empty() || r.uri.size() > 4096) return InvalidArgument("uri: 1 to 4096 characters", "uri");
+           if (body.contains("progress")) {
+             if (!body["progress"].is_number() || body["progress"].get<double>() < 0 ||
+                 body["progress"].get<double>() > 1) {
+               return InvalidArgument("progress: must be a number between 0 and 1", "progress");
+             }
+             r.progress = body["progress"].get<double>();
+           }
+           if (body.contains("size_bytes")) {
+             ASSIGN_OR_RETURN(r.size_bytes, RequiredInt(body, "size_bytes", 0, 1LL << 62));
+           }
+           RETURN_IF_ERROR(ctx.workers.CommitCheckpoint(r));
+           return Reply{200, {{"committed", true}, {"step", r.step}}};
+         }));
+
+  s.Post(R"(/v1/workers/attempts/([^/]+)/logs)",
+         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(auto attempt, ParseId(req.matches[1], "attempt_id"));
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "data"}));
+           ASSIGN_OR_RETURN(auto epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(std::string data, RequiredString(body, "data"));
+           if (data.size() > 256 * 1024) return InvalidArgument("data: at most 256 KiB per chunk", "data");
+           RETURN_IF_ERROR(ctx.workers.AppendLog(attempt, epoch, data, ctx.options.log_cap_bytes));
+           return Reply{200, {{"accepted", data.size()}}};
+         }));
+
+  s.Post(R"(/v1/workers/attempts/([^/]+)/finish)",
+         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(auto attempt, ParseId(req.matches[1], "attempt_id"));
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "outcome", "exit_code"}));
+           ASSIGN_OR_RETURN(auto epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(std::string outcome_text, RequiredString(body, "outcome"));
+           ASSIGN_OR_RETURN(auto outcome, store::ParseOutcome(outcome_text));
+           std::optional<int> exit_code;
+           if (body.contains("exit_code") && !body["exit_code"].is_null()) {
+             ASSIGN_OR_RETURN(auto code, RequiredInt(body, "exit_code", -255, 255));
+             exit_code = static_cast<int>(code);
+           }
+           ASSIGN_OR_RETURN(auto job, ctx.workers.FinishAttempt(attempt, epoch, outcome, exit_code));
+           spdlog::info(R"("event":"attempt_finished","job_id":{},"attempt_id":{},"outcome":"{}","job_state":"{}")",
+                        job.id, attempt, outcome_text, model::ToString(job.state));
+           ctx.engine.Kick();  // GPUs were freed, and the job may need placing again
+           return Reply{200, EncodeJob(job)};
+         }));
+
+  s.Get(R"(/v1/jobs/([^/]+)/logs)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                                     auto& who) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {"after"}));
+          ASSIGN_OR_RETURN(auto id, ParseId(req.matches[1], "id"));
+          std::int64_t after = 0;
+          const Query q = ParseQuery(req);
+          if (auto it = q.find("after"); it != q.end() && it->second != "0") {
+            ASSIGN_OR_RETURN(after, ParseId(it->second, "after"));
+          }
+          ASSIGN_OR_RETURN(auto chunks, ctx.workers.ReadLogs(id, VisibleTeam(*who), after, 200));
+          json out = json::array();
+          for (const auto& c : chunks) {
+            out.push_back({{"seq", c.seq}, {"attempt", c.attempt}, {"data", c.data}});
+            after = c.seq;
+          }
+          return Reply{200, {{"chunks", out}, {"next", after}}};
+        }));
+}
+
+}  // namespace frugal::api

@@ -1,0 +1,337 @@
+// The worker protocol's writes, each fenced by lease epoch (docs/worker-protocol.md).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "scheduler/store/pg/pg_store.h"
+
+namespace frugal::store {
+
+using nlohmann::json;
+
+const char* ToString(Outcome o) {
+  switch (o) {
+    case Outcome::kSucceeded: return "succeeded";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kTimedOut: return "timed_out";
+    case Outcome::kCancelled: return "cancelled";
+    case Outcome::kPreempted: return "preempted";
+  }
+  return "unknown";
+}
+
+StatusOr<Outcome> ParseOutcome(const std::string& s) {
+  for (auto o : {Outcome::kSucceeded, Outcome::kFailed, Outcome::kTimedOut, Outcome::kCancelled,
+                 Outcome::kPreempted}) {
+    if (s == ToString(o)) return o;
+  }
+  return InvalidArgument("unknown outcome '" + s.substr(0, 32) +
+                             "' (succeeded|failed|timed_out|cancelled|preempted)",
+                         "outcome");
+}
+
+namespace {
+
+// Ends every active attempt of the nodes selected by `node_filter` (a WHERE clause on
+// nodes n with $1 as its only parameter) as node_lost, and requeues their jobs. One
+// statement, so the sweep and a re-registration share the same transition.
+constexpr const char* kEndLostAttempts =
+    " ended AS (UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
+    "   end_reason = 'node_lost' FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
+    "   RETURNING a.job_id, lost.name),"
+    " requeued AS (UPDATE jobs j SET"
+    "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
+    "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
+    "   reason = 'node ' || ended.name || ' lost; resuming from the latest checkpoint',"
+    "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
+    "   RETURNING j.id, j.state, j.reason),"
+    " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
+    "   SELECT id, 'state_changed', 'running', state, reason FROM requeued)"
+    " SELECT count(*) FROM ended";
+
+StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
+                              const std::vector<PgParam>& params) {
+  ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts, params));
+  return static_cast<int>(r.Int(0, 0));
+}
+
+// Seconds to wait before retry number `failures` + 1: 5 s, 10 s, 20 s, ... at most 5 min.
+long long BackoffSeconds(int failures) {
+  long long s = 5LL << std::min(std::max(failures - 1, 0), 10);
+  return std::min(s, 300LL);
+}
+
+}  // namespace
+
+StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::string& pool_name,
+                                               Seconds lease_ttl) {
+  return InTransaction<Registration>(pool_, [&](PgConn& c) -> StatusOr<Registration> {
+    Registration reg;
+    // A restarted worker knows nothing of its old processes: end them before re-leasing.
+    ASSIGN_OR_RETURN(reg.attempts_lost,
+                     EndLostAttempts(c, "reregister_end_attempts",
+                                     "lost AS (SELECT id, name FROM nodes WHERE name = $1)",
+                                     {n.name}));
+    ASSIGN_OR_RETURN(auto r, c.Exec("register_worker",
+                                    "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
+                                    " lease_expires_at, last_heartbeat_at) SELECT $1, p.id, $3, $4,"
+                                    " $5, now() + make_interval(secs => $6), now() FROM pools p"
+                                    " WHERE p.name = $2 ON CONFLICT (name) DO UPDATE SET pool_id ="
+                                    " EXCLUDED.pool_id, gpus = EXCLUDED.gpus, gpu_type ="
+                                    " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb,"
+                                    " lease_epoch = nodes.lease_epoch + 1, lease_expires_at ="
+                                    " EXCLUDED.lease_expires_at, last_heartbeat_at = now(),"
+                                    " state = 'live' RETURNING id, lease_epoch",
+                                    {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
+                                     std::to_string(n.gpu_mem_gb),
+                                     std::to_string(lease_ttl.count())}));
+    if (r.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
+    reg.node_id = r.Int(0, 0);
+    reg.lease_epoch = r.Int(0, 1);
+    return reg;
+  });
+}
+
+StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) {
+  return InTransaction<HeartbeatReply>(pool_, [&](PgConn& c) -> StatusOr<HeartbeatReply> {
+    ASSIGN_OR_RETURN(auto n, c.Exec("heartbeat_lease",
+                                    "UPDATE nodes SET lease_expires_at = now() +"
+                                    " make_interval(secs => $3), last_heartbeat_at = now(),"
+                                    " gpu_stats = $4::jsonb, state = CASE WHEN $5::bool THEN"
+                                    " 'draining' ELSE state END WHERE name = $1 AND lease_epoch = $2"
+                                    " AND state IN ('live', 'draining') RETURNING id",
+                                    {req.node, std::to_string(req.lease_epoch),
+                                     std::to_string(lease_ttl.count()), req.gpu_stats_json,
+                                     req.notice ? "true" : "false"}));
+    if (n.rows() == 0) {
+      return Conflict("node '" + req.node + "' lease epoch " + std::to_string(req.lease_epoch) +
+                      " is not current; stop all jobs and register again");
+    }
+    const std::string node_id = n.Text(0, 0);
+    json running = req.running;
+    // Acknowledge what the worker runs, so it is never delivered twice.
+    RETURN_IF_ERROR(c.Exec("heartbeat_ack",
+                           "UPDATE attempts SET acked_at = now() WHERE node_id = $1 AND"
+                           " ended_at IS NULL AND acked_at IS NULL AND id IN (SELECT"
+                           " jsonb_array_elements_text($2::jsonb)::bigint)",
+                           {node_id, running.dump()})
+                        .status());
+    HeartbeatReply reply;
+    ASSIGN_OR_RETURN(
+        auto s, c.Exec("heartbeat_stops",
+                       "SELECT x.id, 'stale' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
+                       " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
+                       " a.node_id = $1 AND a.ended_at IS NULL)"
+                       " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
+                       " 'cancelled' ELSE a.stop_reason END FROM attempts a JOIN jobs j ON"
+                       " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
+                       " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL)",
+                       {node_id, running.dump()}));
+    for (int i = 0; i < s.rows(); ++i) reply.stops.push_back({s.Int(i, 0), s.Text(i, 1)});
+    ASSIGN_OR_RETURN(
+        auto a, c.Exec("heartbeat_assignments",
+                       std::string("SELECT a.id, a.number, a.gpus, ") + pg::kJobColumns +
+                           ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
+                           " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
+                           " k.job_id = j.id) FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                           " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
+                           " WHERE a.node_id = $1 AND a.ended_at IS NULL AND a.acked_at IS NULL"
+                           " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
+                           " ORDER BY a.id",
+                       {node_id}));
+    for (int i = 0; i < a.rows(); ++i) {
+      // Job columns start at 3; the two checkpoint columns follow them.
+      model::Job job = pg::ParseJob(a, i, 3);
+      AttemptOrder o;
+      o.attempt_id = a.Int(i, 0);
+      o.number = static_cast<int>(a.Int(i, 1));
+      o.gpus = static_cast<int>(a.Int(i, 2));
+      o.job_id = job.id;
+      o.spec = job.spec;
+      const int after_job = 3 + pg::kJobColumnCount;
+      if (!a.IsNull(i, after_job)) o.resume_from = a.Text(i, after_job);
+      o.resume_step = a.OptInt(i, after_job + 1);
+      reply.assignments.push_back(std::move(o));
+    }
+    return reply;
+  });
+}
+
+Status PgStore::CommitCheckpoint(const CheckpointReport& r) {
+  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto att, c.Exec("checkpoint_attempt",
+                                      "SELECT a.job_id, (SELECT max(step) FROM checkpoints k"
+                                      " WHERE k.job_id = a.job_id) FROM attempts a WHERE a.id = $1"
+                                      " AND a.ended_at IS NULL AND a.lease_epoch = $2 FOR UPDATE",
+                                      {std::to_string(r.attempt_id), std::to_string(r.lease_epoch)}));
+    if (att.rows() == 0) {
+      return Conflict("attempt " + std::to_string(r.attempt_id) +
+                      " is not active on this lease; the checkpoint was not committed");
+    }
+    if (auto latest = att.OptInt(0, 1); latest && r.step <= *latest) {
+      return FailedPrecondition("step " + std::to_string(r.step) +
+                                    " does not advance the latest committed step " +
+                                    std::to_string(*latest),
+                                "step");
+    }
+    RETURN_IF_ERROR(c.Exec("checkpoint_insert",
+                           "INSERT INTO checkpoints (job_id, attempt_id, step, progress, uri,"
+                           " size_bytes) VALUES ($1, $2, $3, $4, $5, $6)",
+                           {att.Text(0, 0), std::to_string(r.attempt_id), std::to_string(r.step),
+                            std::to_string(r.progress), r.uri, std::to_string(r.size_bytes)})
+                        .status());
+    return 1;
+  }).status();
+}
+
+Status PgStore::AppendLog(model::AttemptId attempt, std::int64_t lease_epoch,
+                          const std::string& data, std::int64_t cap_bytes) {
+  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto a, c.Exec("log_attempt",
+                                    "SELECT job_id, log_bytes FROM attempts WHERE id = $1 AND"
+                                    " lease_epoch = $2 AND ended_at IS NULL FOR UPDATE",
+                                    {std::to_string(attempt), std::to_string(lease_epoch)}));
+    if (a.rows() == 0) {
+      return Conflict("attempt " + std::to_string(attempt) + " is not active on this lease");
+    }
+    const auto size = static_cast<std::int64_t>(data.size());
+    // Past the cap, output is counted rather than kept: one chatty job cannot fill the disk.
+    const bool keep = a.Int(0, 1) + size <= cap_bytes;
+    RETURN_IF_ERROR(c.Exec("log_account",
+                           "UPDATE attempts SET log_bytes = log_bytes + $2,"
+                           " log_dropped_bytes = log_dropped_bytes + $3 WHERE id = $1",
+                           {std::to_string(attempt), std::to_string(keep ? size : 0),
+                            std::to_string(keep ? 0 : size)})
+                        .status());
+    if (keep) {
+      RETURN_IF_ERROR(c.Exec("log_insert",
+                             "INSERT INTO attempt_logs (job_id, attempt_id, data) VALUES ($1, $2, $3)",
+                             {a.Text(0, 0), std::to_string(attempt), data})
+                          .status());
+    }
+    return 1;
+  }).status();
+}
+
+StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
+                                            Outcome outcome, std::optional<int> exit_code) {
+  return InTransaction<model::Job>(pool_, [&](PgConn& c) -> StatusOr<model::Job> {
+    ASSIGN_OR_RETURN(auto a, c.Exec("finish_attempt",
+                                    "UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
+                                    " end_reason = $3, exit_code = $4 FROM nodes n WHERE a.id = $1"
+                                    " AND a.lease_epoch = $2 AND a.ended_at IS NULL AND n.id ="
+                                    " a.node_id RETURNING a.job_id, n.name",
+                                    {std::to_string(attempt), std::to_string(lease_epoch),
+                                     ToString(outcome),
+                                     exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt}));
+    if (a.rows() == 0) {
+      return Conflict("attempt " + std::to_string(attempt) +
+                      " is not active on this lease; the report was ignored");
+    }
+    const std::string job_id = a.Text(0, 0), node = a.Text(0, 1);
+    ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
+                                    "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL"
+                                    " FROM jobs WHERE id = $1 AND state = 'running' FOR UPDATE",
+                                    {job_id}));
+    if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not running");
+    int failures = static_cast<int>(j.Int(0, 0));
+    const int max_attempts = static_cast<int>(j.Int(0, 1));
+    const bool cancel_requested = j.Bool(0, 2);
+    std::string to, reason;
+    long long backoff = 0;
+    switch (outcome) {
+      case Outcome::kSucceeded:
+        to = "succeeded";
+        reason = "succeeded on " + node;
+        break;
+      case Outcome::kFailed:
+        ++failures;
+        if (failures >= max_attempts || cancel_requested) {
+          to = cancel_requested ? "cancelled" : "failed";
+          reason = "failed on " + node + " (exit " +
+                   (exit_code ? std::to_string(*exit_code) : "unknown") + "); " +
+                   std::to_string(failures) + " of " + std::to_string(max_attempts) +
+                   " attempts used";
+        } else {
+          to = "pending";
+          backoff = BackoffSeconds(failures);
+          reason = "failed on " + node + " (exit " +
+                   (exit_code ? std::to_string(*exit_code) : "unknown") + "); retry " +
+                   std::to_string(failures + 1) + " of " + std::to_string(max_attempts) +
+                   " after " + std::to_string(backoff) + "s backoff";
+        }
+        break;
+      case Outcome::kTimedOut:
+        to = "timed_out";
+        reason = "exceeded max_runtime on " + node;
+        break;
+      case Outcome::kCancelled:
+        to = "cancelled";
+        reason = "cancelled; stopped on " + node;
+        break;
+      case Outcome::kPreempted:
+        // Preemptions never count against max_attempts.
+        to = cancel_requested ? "cancelled" : "pending";
+        reason = "preempted on " + node + "; resuming from the latest checkpoint";
+        break;
+    }
+    const bool terminal = to != "pending";
+    RETURN_IF_ERROR(c.Exec("finish_job_update",
+                           "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
+                           " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
+                           " make_interval(secs => $5::bigint) ELSE NULL END,"
+                           " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
+                           " updated_at = now() WHERE id = $1",
+                           {job_id, to, reason, std::to_string(failures), std::to_string(backoff),
+                            terminal ? "true" : "false"})
+                        .status());
+    RETURN_IF_ERROR(c.Exec("finish_event",
+                           "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
+                           " VALUES ($1, 'state_changed', 'running', $2, $3)",
+                           {job_id, to, reason})
+                        .status());
+    ASSIGN_OR_RETURN(auto job, c.Exec("job_by_id_plain",
+                                      std::string("SELECT ") + pg::kJobColumns +
+                                          " FROM jobs j JOIN teams t ON t.id = j.team_id"
+                                          " JOIN users u ON u.id = j.user_id WHERE j.id = $1",
+                                      {job_id}));
+    return pg::ParseJob(job, 0);
+  });
+}
+
+StatusOr<int> PgStore::SweepLostNodes() {
+  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    return EndLostAttempts(c, "sweep_lost_nodes",
+                           "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
+                           " 'draining') AND lease_expires_at < now() RETURNING id, name)",
+                           {});
+  });
+}
+
+StatusOr<std::vector<LogChunk>> PgStore::ReadLogs(model::JobId job,
+                                                  std::optional<model::TeamId> visible_team,
+                                                  std::int64_t after_seq, int limit) {
+  return InTransaction<std::vector<LogChunk>>(
+      pool_, [&](PgConn& c) -> StatusOr<std::vector<LogChunk>> {
+        ASSIGN_OR_RETURN(auto j, c.Exec("logs_job_visible",
+                                        "SELECT 1 FROM jobs WHERE id = $1 AND ($2::bigint IS NULL"
+                                        " OR team_id = $2)",
+                                        {std::to_string(job), visible_team
+                                                                  ? PgParam(std::to_string(*visible_team))
+                                                                  : std::nullopt}));
+        if (j.rows() == 0) return NotFound("job " + std::to_string(job) + " not found");
+        ASSIGN_OR_RETURN(auto r, c.Exec("logs_read",
+                                        "SELECT l.id, a.number, l.data FROM attempt_logs l JOIN"
+                                        " attempts a ON a.id = l.attempt_id WHERE l.job_id = $1"
+                                        " AND l.id > $2 ORDER BY l.id LIMIT $3",
+                                        {std::to_string(job), std::to_string(after_seq),
+                                         std::to_string(limit)}));
+        std::vector<LogChunk> out;
+        for (int i = 0; i < r.rows(); ++i) {
+          out.push_back({r.Int(i, 0), static_cast<int>(r.Int(i, 1)), r.Text(i, 2)});
+        }
+        return out;
+      });
+}
+
+}  // namespace frugal::store

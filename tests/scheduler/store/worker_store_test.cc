@@ -1,0 +1,233 @@
+// The worker protocol's store side against a real PostgreSQL: leases, fencing, delivery,
+// checkpoints, outcomes and the lost-node sweep.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/crypto.h"
+#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+class WorkerStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conninfo_ = testing::TestPostgres::Get().NewDatabase();
+    store_ = std::make_unique<PgStore>(conninfo_, 4);
+    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+    admin_ = *store_->Authenticate(Sha256Hex("admin"));
+    model::Pool pool;
+    pool.name = "spot";
+    pool.kind = model::CapacityKind::kSpot;
+    pool.gpu_type = "a100";
+    pool.gpu_mem_gb = 80;
+    pool.max_gpus = 64;
+    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+  }
+
+  Registration Register(const std::string& name, Seconds ttl = Seconds(60)) {
+    model::Node n;
+    n.name = name;
+    n.gpus = 4;
+    n.gpu_type = "a100";
+    n.gpu_mem_gb = 80;
+    auto r = store_->RegisterWorker(n, "spot", ttl);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return *r;
+  }
+
+  model::JobId Submit(int max_attempts = 3) {
+    SubmitRequest r;
+    r.spec.command = {"train"};
+    r.spec.max_attempts = max_attempts;
+    return store_->Submit(admin_, r)->job.id;
+  }
+
+  // One scheduling cycle with the fifo policy.
+  void Cycle() {
+    ASSERT_TRUE(store_->SweepLostNodes().ok());
+    auto snap = store_->LoadSnapshot(100);
+    ASSERT_TRUE(snap.ok());
+    ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
+  }
+
+  HeartbeatReply Beat(const std::string& node, std::int64_t epoch,
+                      std::vector<model::AttemptId> running = {}) {
+    HeartbeatRequest hb;
+    hb.node = node;
+    hb.lease_epoch = epoch;
+    hb.running = std::move(running);
+    auto r = store_->Heartbeat(hb, Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HeartbeatReply{};
+  }
+
+  model::JobState State(model::JobId id) { return store_->GetJob(id, std::nullopt)->job.state; }
+
+  std::string conninfo_;
+  std::unique_ptr<PgStore> store_;
+  Principal admin_;
+};
+
+TEST_F(WorkerStoreTest, AssignmentIsDeliveredUntilAcknowledgedThenNeverAgain) {
+  auto reg = Register("w1");
+  model::JobId job = Submit();
+  Cycle();
+  // a. The first heartbeat carries the assignment.
+  auto first = Beat("w1", reg.lease_epoch);
+  ASSERT_EQ(first.assignments.size(), 1u);
+  EXPECT_EQ(first.assignments[0].job_id, job);
+  EXPECT_EQ(first.assignments[0].resume_from, "");
+  // b. A lost reply: the next heartbeat without it in `running` gets it again.
+  EXPECT_EQ(Beat("w1", reg.lease_epoch).assignments.size(), 1u);
+  // c. Once reported running it is acknowledged and not re-sent.
+  const auto attempt = first.assignments[0].attempt_id;
+  EXPECT_TRUE(Beat("w1", reg.lease_epoch, {attempt}).assignments.empty());
+  EXPECT_TRUE(Beat("w1", reg.lease_epoch, {}).assignments.empty());
+}
+
+TEST_F(WorkerStoreTest, StaleEpochIsRefusedAndStaleAttemptsAreStopped) {
+  auto old_reg = Register("w1");
+  Submit();
+  Cycle();
+  auto attempt = Beat("w1", old_reg.lease_epoch).assignments.at(0).attempt_id;
+  // The worker restarts: its old attempt ends node_lost, the old epoch is refused.
+  auto new_reg = Register("w1");
+  EXPECT_EQ(new_reg.attempts_lost, 1);
+  EXPECT_GT(new_reg.lease_epoch, old_reg.lease_epoch);
+  HeartbeatRequest hb;
+  hb.node = "w1";
+  hb.lease_epoch = old_reg.lease_epoch;
+  EXPECT_EQ(store_->Heartbeat(hb, Seconds(60)).status().code(), StatusCode::kConflict);
+  // Reports fenced by the old attempt are refused too.
+  EXPECT_EQ(store_->FinishAttempt(attempt, old_reg.lease_epoch, Outcome::kSucceeded, 0)
+                .status()
+                .code(),
+            StatusCode::kConflict);
+  // If the new incarnation claims the old attempt, it is told to kill it.
+  auto reply = Beat("w1", new_reg.lease_epoch, {attempt});
+  ASSERT_EQ(reply.stops.size(), 1u);
+  EXPECT_EQ(reply.stops[0].reason, "stale");
+}
+
+TEST_F(WorkerStoreTest, CheckpointsOnlyMoveForward) {
+  auto reg = Register("w1");
+  model::JobId job = Submit();
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  CheckpointReport r{attempt, reg.lease_epoch, 10, 0.1, "file:///ckpt/10", 100};
+  ASSERT_TRUE(store_->CommitCheckpoint(r).ok());
+  r.step = 10;
+  EXPECT_EQ(store_->CommitCheckpoint(r).field(), "step");  // not above 10
+  r.step = 5;
+  EXPECT_EQ(store_->CommitCheckpoint(r).code(), StatusCode::kFailedPrecondition);
+  r.step = 20;
+  r.uri = "file:///ckpt/20";
+  ASSERT_TRUE(store_->CommitCheckpoint(r).ok());
+  r.lease_epoch += 1;
+  r.step = 30;
+  EXPECT_EQ(store_->CommitCheckpoint(r).code(), StatusCode::kConflict);  // wrong epoch
+  EXPECT_EQ(store_->GetJob(job, std::nullopt)->latest_checkpoint->step, 20);
+}
+
+TEST_F(WorkerStoreTest, PreemptedJobResumesFromItsCheckpointWithoutUsingAnAttempt) {
+  auto reg = Register("w1");
+  model::JobId job = Submit(/*max_attempts=*/1);
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, reg.lease_epoch, 7, 0.7, "file:///c/7", 1}).ok());
+  auto after = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, std::nullopt);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->state, model::JobState::kPending);
+  Cycle();
+  auto next = Beat("w1", reg.lease_epoch).assignments;
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].number, 2);
+  EXPECT_EQ(next[0].resume_from, "file:///c/7");
+  EXPECT_EQ(*next[0].resume_step, 7);
+  // max_attempts = 1 and one preemption: the job may still succeed.
+  ASSERT_TRUE(store_->FinishAttempt(next[0].attempt_id, reg.lease_epoch, Outcome::kSucceeded, 0).ok());
+  EXPECT_EQ(State(job), model::JobState::kSucceeded);
+}
+
+TEST_F(WorkerStoreTest, FailuresRetryWithBackoffThenFailForGood) {
+  auto reg = Register("w1");
+  model::JobId job = Submit(/*max_attempts=*/2);
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  auto first = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kFailed, 3);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->state, model::JobState::kPending);
+  EXPECT_NE(first->reason.find("retry 2 of 2 after 5s backoff"), std::string::npos) << first->reason;
+  // During the backoff the job is not placed.
+  Cycle();
+  EXPECT_TRUE(Beat("w1", reg.lease_epoch).assignments.empty());
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET not_before = now() - interval '1 s'").ok());
+  Cycle();
+  auto second = Beat("w1", reg.lease_epoch).assignments;
+  ASSERT_EQ(second.size(), 1u);
+  auto last = store_->FinishAttempt(second[0].attempt_id, reg.lease_epoch, Outcome::kFailed, 3);
+  EXPECT_EQ(last->state, model::JobState::kFailed);
+  EXPECT_EQ(store_->GetJob(job, std::nullopt)->attempts.size(), 2u);
+}
+
+TEST_F(WorkerStoreTest, ExpiredLeaseRequeuesTheJobs) {
+  auto reg = Register("w1", Seconds(1));
+  model::JobId job = Submit();
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  // Beat() renewed the lease for 60 s; shorten it to the past (database clock).
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE nodes SET lease_expires_at = now() - interval '1 s'").ok());
+  auto swept = store_->SweepLostNodes();
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(*swept, 1);
+  auto d = store_->GetJob(job, std::nullopt);
+  EXPECT_EQ(d->job.state, model::JobState::kPending);
+  EXPECT_EQ(d->attempts.at(0).end_reason, "node_lost");
+  // The lost worker's late report is refused.
+  EXPECT_EQ(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kSucceeded, 0).status().code(),
+            StatusCode::kConflict);
+  HeartbeatRequest hb{"w1", reg.lease_epoch, {}, "[]", false};
+  EXPECT_EQ(store_->Heartbeat(hb, Seconds(60)).status().code(), StatusCode::kConflict);
+}
+
+TEST_F(WorkerStoreTest, NoticeDrainsTheNodeAndCancelBecomesAStopOrder) {
+  auto reg = Register("w1");
+  model::JobId job = Submit();
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  ASSERT_TRUE(store_->CancelJob(job, std::nullopt, "admin").ok());
+  auto reply = Beat("w1", reg.lease_epoch, {attempt});
+  ASSERT_EQ(reply.stops.size(), 1u);
+  EXPECT_EQ(reply.stops[0].reason, "cancelled");
+  ASSERT_TRUE(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kCancelled, -15).ok());
+  EXPECT_EQ(State(job), model::JobState::kCancelled);
+  // A node under notice gets no new work.
+  HeartbeatRequest hb{"w1", reg.lease_epoch, {}, "[]", true};
+  ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
+  Submit();
+  Cycle();
+  EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
+}
+
+TEST_F(WorkerStoreTest, LogsAreKeptUpToTheCap) {
+  auto reg = Register("w1");
+  model::JobId job = Submit();
+  Cycle();
+  auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
+  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "hello ", 10).ok());
+  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "world!", 10).ok());  // 12 > 10
+  auto chunks = store_->ReadLogs(job, std::nullopt, 0, 100);
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->size(), 1u);
+  EXPECT_EQ((*chunks)[0].data, "hello ");
+  EXPECT_EQ(store_->AppendLog(attempt, reg.lease_epoch + 1, "x", 10).code(), StatusCode::kConflict);
+}
+
+}  // namespace
+}  // namespace frugal::store
