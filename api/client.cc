@@ -1,0 +1,281 @@
+#include "api/client.h"
+
+#include <httplib.h>
+
+#include <cctype>
+#include <cstdio>
+
+namespace frugal::api {
+
+namespace {
+
+using nlohmann::json;
+
+struct ParsedUrl {
+  std::string host;
+  int port = 80;
+  std::string prefix;  // "" or "/something", without a trailing slash
+};
+
+StatusOr<int> ParsePort(const std::string& text, const std::string& url) {
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument("bad port in scheduler URL '" + url + "'", "url");
+  }
+  const int port = std::stoi(text);
+  if (port < 1 || port > 65535) {
+    return InvalidArgument("port out of range in scheduler URL '" + url + "'", "url");
+  }
+  return port;
+}
+
+// Splits "host", "host:port", "[v6]" or "[v6]:port".
+Status ParseAuthority(const std::string& authority, const std::string& url, ParsedUrl& out) {
+  std::string::size_type port_colon = std::string::npos;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos)
+      return InvalidArgument("unclosed '[' in URL '" + url + "'", "url");
+    out.host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') {
+        return InvalidArgument("bad host in scheduler URL '" + url + "'", "url");
+      }
+      port_colon = close + 1;
+    }
+  } else {
+    port_colon = authority.find(':');
+    out.host = authority.substr(0, port_colon);
+  }
+  if (out.host.empty() || out.host.find_first_of("@/?#[] ") != std::string::npos) {
+    return InvalidArgument("bad host in scheduler URL '" + url + "'", "url");
+  }
+  if (port_colon != std::string::npos) {
+    ASSIGN_OR_RETURN(out.port, ParsePort(authority.substr(port_colon + 1), url));
+  }
+  return Status::Ok();
+}
+
+StatusOr<ParsedUrl> ParseBaseUrl(const std::string& url) {
+  std::string rest = url;
+  const auto scheme_end = rest.find("://");
+  if (scheme_end != std::string::npos) {
+    std::string scheme = rest.substr(0, scheme_end);
+    for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (scheme != "http") {
+      return InvalidArgument("scheduler URL '" + url + "': only http:// is supported", "url");
+    }
+    rest = rest.substr(scheme_end + 3);
+  }
+  const auto slash = rest.find('/');
+  ParsedUrl out;
+  RETURN_IF_ERROR(ParseAuthority(rest.substr(0, slash), url, out));
+  if (slash != std::string::npos) out.prefix = rest.substr(slash);
+  while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  if (out.prefix.find_first_of("?#") != std::string::npos) {
+    return InvalidArgument("scheduler URL '" + url + "' must not have a query or fragment", "url");
+  }
+  return out;
+}
+
+// Says what went wrong in words a user can act on; httplib's names are terse.
+std::string DescribeTransportError(httplib::Error error, std::chrono::seconds timeout) {
+  const std::string after = " after " + std::to_string(timeout.count()) + "s";
+  switch (error) {
+    case httplib::Error::Connection:
+      return "connection failed (is the scheduler running there?)";
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out" + after;
+    case httplib::Error::Read:
+      return "no answer (connection closed, or timed out" + after + ")";
+    case httplib::Error::Write:
+      return "sending the request failed";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+StatusCode CodeFromName(const std::string& name) {
+  for (StatusCode c :
+       {StatusCode::kInvalidArgument, StatusCode::kUnauthenticated, StatusCode::kPermissionDenied,
+        StatusCode::kNotFound, StatusCode::kConflict, StatusCode::kPayloadTooLarge,
+        StatusCode::kFailedPrecondition, StatusCode::kUnavailable, StatusCode::kInternal}) {
+    if (name == StatusCodeName(c)) return c;
+  }
+  return StatusCode::kOk;  // unknown: the caller falls back to the HTTP status
+}
+
+StatusCode CodeFromHttpStatus(int status) {
+  switch (status) {
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      return StatusCode::kConflict;
+    case 413:
+      return StatusCode::kPayloadTooLarge;
+    case 422:
+      return StatusCode::kFailedPrecondition;
+    case 502:
+    case 503:
+    case 504:
+      return StatusCode::kUnavailable;
+    default:
+      return status >= 400 && status < 500 ? StatusCode::kInvalidArgument : StatusCode::kInternal;
+  }
+}
+
+std::string StringOr(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string ClientResponse::Header(std::string_view name) const {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string wanted = lower(name);
+  for (const auto& [key, value] : headers) {
+    if (lower(key) == wanted) return value;
+  }
+  return "";
+}
+
+Status ResponseStatus(const ClientResponse& response) {
+  if (response.status >= 200 && response.status < 300) return Status::Ok();
+  const json error = response.body.is_object() && response.body.contains("error")
+                         ? response.body["error"]
+                         : json();
+  std::string message = StringOr(error, "message");
+  if (message.empty()) message = "HTTP " + std::to_string(response.status);
+  StatusCode code = CodeFromName(StringOr(error, "code"));
+  if (code == StatusCode::kOk) code = CodeFromHttpStatus(response.status);
+  return Status(code, std::move(message), StringOr(error, "field"));
+}
+
+std::string UrlEncode(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += ch;
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string WithQuery(const std::string& path,
+                      const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out = path;
+  char sep = '?';
+  for (const auto& [key, value] : params) {
+    out += sep + UrlEncode(key) + "=" + UrlEncode(value);
+    sep = '&';
+  }
+  return out;
+}
+
+class Client::Impl {
+ public:
+  Impl(const std::string& base_url, std::string token, ClientOptions options)
+      : base_url_(base_url), token_(std::move(token)), options_(options) {
+    auto parsed = ParseBaseUrl(base_url);
+    if (!parsed.ok()) {
+      url_status_ = parsed.status();
+      return;
+    }
+    prefix_ = parsed->prefix;
+    http_ = std::make_unique<httplib::Client>(parsed->host, parsed->port);
+    http_->set_connection_timeout(options_.timeout);
+    http_->set_read_timeout(options_.timeout);
+    http_->set_write_timeout(options_.timeout);
+  }
+
+  const Status& url_status() const { return url_status_; }
+  const std::string& base_url() const { return base_url_; }
+
+  StatusOr<ClientResponse> Get(const std::string& path) {
+    RETURN_IF_ERROR(url_status_);
+    return Convert(http_->Get(prefix_ + path, RequestHeaders({})));
+  }
+
+  StatusOr<ClientResponse> Post(const std::string& path, const json& body,
+                                const std::map<std::string, std::string>& extra) {
+    RETURN_IF_ERROR(url_status_);
+    std::string text;
+    try {
+      text = body.dump();
+    } catch (const json::exception&) {
+      // nlohmann refuses to serialise strings that are not UTF-8; say so instead of crashing.
+      return InvalidArgument("request contains text that is not valid UTF-8");
+    }
+    return Convert(http_->Post(prefix_ + path, RequestHeaders(extra), text, "application/json"));
+  }
+
+ private:
+  httplib::Headers RequestHeaders(const std::map<std::string, std::string>& extra) const {
+    httplib::Headers h{{"Accept", "application/json"}};
+    if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
+    for (const auto& [key, value] : extra) h.emplace(key, value);
+    return h;
+  }
+
+  StatusOr<ClientResponse> Convert(const httplib::Result& result) const {
+    if (!result) {
+      return Unavailable("cannot reach scheduler at " + base_url_ + ": " +
+                         DescribeTransportError(result.error(), options_.timeout));
+    }
+    ClientResponse out;
+    out.status = result->status;
+    for (const auto& [key, value] : result->headers) out.headers.emplace(key, value);
+    if (result->body.empty()) return out;
+    out.body = json::parse(result->body, nullptr, /*allow_exceptions=*/false);
+    if (out.body.is_discarded()) {
+      return Internal("scheduler at " + base_url_ + " answered HTTP " +
+                      std::to_string(result->status) +
+                      " with a body that is not JSON: " + result->body.substr(0, 200));
+    }
+    return out;
+  }
+
+  const std::string base_url_;
+  const std::string token_;
+  const ClientOptions options_;
+  Status url_status_;
+  std::string prefix_;
+  std::unique_ptr<httplib::Client> http_;  // null when url_status_ is an error
+};
+
+Client::Client(const std::string& base_url, std::string token, ClientOptions options)
+    : impl_(std::make_unique<Impl>(base_url, std::move(token), options)) {}
+Client::~Client() = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+const Status& Client::url_status() const { return impl_->url_status(); }
+const std::string& Client::base_url() const { return impl_->base_url(); }
+
+StatusOr<ClientResponse> Client::Get(const std::string& path_with_query) {
+  return impl_->Get(path_with_query);
+}
+
+StatusOr<ClientResponse> Client::Post(const std::string& path, const nlohmann::json& body,
+                                      const std::map<std::string, std::string>& headers) {
+  return impl_->Post(path, body, headers);
+}
+
+}  // namespace frugal::api

@@ -1,0 +1,86 @@
+// The HTTP client of the REST API v1 (docs/api.md), used by the `frugal` CLI and the
+// worker agent. JSON in, JSON out, bearer-token auth. Transport failures become Status
+// values here; HTTP error answers are returned as responses and turned into a Status by
+// ResponseStatus(), so a caller can still read e.g. a 409 body when it expects one.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace frugal::api {
+
+struct ClientResponse {
+  int status = 0;
+  nlohmann::json body;  // null when the server sent an empty body
+  // As the server spelled them; if a header repeats, the first value is kept.
+  std::map<std::string, std::string> headers;
+
+  // The value of header `name` compared case-insensitively (HTTP header names are), or "".
+  std::string Header(std::string_view name) const;
+};
+
+// Ok for a 2xx response. Otherwise the server's `error.message` verbatim, with the code
+// mapped back from `error.code` (falling back to the HTTP status) and `error.field`;
+// a non-2xx answer without an error object gives "HTTP <status>" as the message.
+Status ResponseStatus(const ClientResponse& response);
+
+// `path` with `params` appended as a percent-encoded query string, in the given order.
+// Empty `params` returns `path` unchanged.
+std::string WithQuery(const std::string& path,
+                      const std::vector<std::pair<std::string, std::string>>& params);
+
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string UrlEncode(std::string_view text);
+
+struct ClientOptions {
+  // Applies to connecting, sending and waiting for the answer, each on its own.
+  std::chrono::seconds timeout{30};
+};
+
+// One scheduler endpoint. Each request opens its own connection (no keep-alive), so a
+// restarted scheduler is picked up without ceremony.
+//
+// Thread-safety: one Client may be shared by threads; its requests are serialised.
+class Client {
+ public:
+  // `base_url` is "http://host[:port][/prefix]" (port 80 by default; a bare "host:port"
+  // means http). https is not supported. An unusable URL is not an error here: every
+  // request then returns it as InvalidArgument, and url_status() reports it up front.
+  // An empty `token` sends no Authorization header (for /healthz and /readyz).
+  Client(const std::string& base_url, std::string token, ClientOptions options = {});
+  ~Client();
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Ok, or why `base_url` cannot be used.
+  const Status& url_status() const;
+  const std::string& base_url() const;
+
+  // GET `path_with_query` (starting with '/'). Any HTTP answer is a ClientResponse, 4xx and
+  // 5xx included. Errors: Unavailable when the scheduler cannot be reached or does not
+  // answer in time; Internal when it answers with a body that is not JSON.
+  StatusOr<ClientResponse> Get(const std::string& path_with_query);
+
+  // POST `body` as JSON, with extra request `headers` (e.g. Idempotency-Key). Errors as Get.
+  // A timeout after sending is Unavailable too, though the server may have acted on it:
+  // callers that retry should use an idempotency key.
+  StatusOr<ClientResponse> Post(const std::string& path,
+                                const nlohmann::json& body = nlohmann::json::object(),
+                                const std::map<std::string, std::string>& headers = {});
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace frugal::api

@@ -1,0 +1,409 @@
+#include "cli/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <ostream>
+#include <utility>
+
+#include "cli/cli_config.h"
+#include "cli/format.h"
+#include "scheduler/model/job.h"
+
+namespace frugal::cli {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- Parsing flag values. Each is also a CLI11 validator, so bad input is a usage error.
+
+StatusOr<std::pair<std::string, std::string>> SplitKeyValue(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return InvalidArgument("expected KEY=VALUE, got '" + text + "'");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+// "+6h" is `now` plus a duration; anything else must be an RFC 3339 time.
+StatusOr<Timestamp> ParseDeadline(const std::string& text, Timestamp now) {
+  if (!text.empty() && text.front() == '+') {
+    ASSIGN_OR_RETURN(Seconds d, ParseDuration(text.substr(1)));
+    // Whole seconds: the deadline is shown back to people.
+    return Timestamp(std::chrono::time_point_cast<Seconds>(now) + d);
+  }
+  auto t = ParseRfc3339(text);
+  if (!t.ok()) {
+    return InvalidArgument(
+        "expected an RFC 3339 time (2026-11-22T18:00:00Z) or +DURATION (+6h), "
+        "got '" +
+        text + "'");
+  }
+  return t;
+}
+
+// Adapts a Status-returning check to CLI11, whose validators return "" for valid input.
+CLI::Validator StatusValidator(std::function<Status(const std::string&)> check,
+                               std::string description) {
+  return CLI::Validator(
+      [check = std::move(check)](std::string& value) -> std::string {
+        const Status st = check(value);
+        return st.ok() ? "" : st.message();
+      },
+      std::move(description));
+}
+
+const CLI::Validator& DurationCheck() {
+  static const CLI::Validator v =
+      StatusValidator([](const std::string& s) { return ParseDuration(s).status(); }, "DURATION");
+  return v;
+}
+
+// Digits only, at least 1: CLI11's PositiveNumber parses a double and words its errors
+// for one. `max_digits` keeps the value inside int (9) or int64 (18).
+CLI::Validator PositiveIntegerCheck(std::size_t max_digits, std::string description) {
+  return StatusValidator(
+      [max_digits](const std::string& s) {
+        const bool digits = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || s.find_first_not_of('0') == std::string::npos) {
+          return InvalidArgument("expected a positive integer, got '" + s + "'");
+        }
+        if (s.size() - std::min(s.size(), s.find_first_not_of('0')) > max_digits) {
+          return InvalidArgument("'" + s + "' is too large");
+        }
+        return Status::Ok();
+      },
+      std::move(description));
+}
+
+const CLI::Validator& KeyValueCheck() {
+  static const CLI::Validator v =
+      StatusValidator([](const std::string& s) { return SplitKeyValue(s).status(); }, "KEY=VALUE");
+  return v;
+}
+
+Status AddKeyValues(json& body, const char* field, const std::vector<std::string>& items) {
+  if (items.empty()) return Status::Ok();
+  json object = json::object();
+  for (const auto& item : items) {
+    ASSIGN_OR_RETURN(auto kv, SplitKeyValue(item));
+    object[kv.first] = kv.second;  // a repeated key: the later one wins, as in a shell
+  }
+  body[field] = std::move(object);
+  return Status::Ok();
+}
+
+Status AddSeconds(json& body, const char* field, const std::string& text) {
+  if (text.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(Seconds d, ParseDuration(text));
+  body[field] = d.count();
+  return Status::Ok();
+}
+
+// ---- Talking to the scheduler.
+
+// The response if the request went through and the server said 2xx, else the error.
+StatusOr<api::ClientResponse> Checked(StatusOr<api::ClientResponse> response) {
+  if (!response.ok()) return response.status();
+  RETURN_IF_ERROR(api::ResponseStatus(*response));
+  return response;
+}
+
+std::string JobPath(std::int64_t id) { return "/v1/jobs/" + std::to_string(id); }
+
+// Prints the server's JSON as it is, or the table rendering of it.
+void Print(Session& s, const json& body, const std::function<std::string()>& table) {
+  s.out << (s.output == OutputFormat::kJson ? PrettyJson(body) : table());
+}
+
+// ---- The commands.
+
+Status RunSubmit(Session& s, const SubmitOptions& o) {
+  ASSIGN_OR_RETURN(json body, BuildSubmitBody(o, s.now));
+  std::map<std::string, std::string> headers;
+  if (!o.idempotency_key.empty()) headers["Idempotency-Key"] = o.idempotency_key;
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Post("/v1/jobs", body, headers)));
+  if (r.status == 200) {
+    s.err << "frugal: note: idempotency key already used with this request; "
+             "showing the job it created\n";
+  }
+  Print(s, r.body, [&] {
+    Table t({"ID", "STATE"});
+    t.AddRow({Text(r.body, "id"), Text(r.body, "state")});
+    return t.Render();
+  });
+  return Status::Ok();
+}
+
+Status RunStatus(Session& s, std::int64_t id) {
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Get(JobPath(id))));
+  Print(s, r.body, [&] { return RenderJobDetail(r.body, s.now); });
+  return Status::Ok();
+}
+
+std::vector<std::pair<std::string, std::string>> ListParams(const ListOptions& o,
+                                                            const std::string& cursor) {
+  std::vector<std::pair<std::string, std::string>> params;
+  if (!o.state.empty()) params.emplace_back("state", o.state);
+  if (!o.team.empty()) params.emplace_back("team", o.team);
+  if (!o.user.empty()) params.emplace_back("user", o.user);
+  if (!o.label.empty()) params.emplace_back("label", o.label);
+  if (o.limit) params.emplace_back("limit", std::to_string(*o.limit));
+  if (!cursor.empty()) params.emplace_back("cursor", cursor);
+  return params;
+}
+
+Status RunList(Session& s, const ListOptions& o) {
+  json jobs = json::array();
+  std::string cursor;
+  while (true) {
+    const std::string path = api::WithQuery("/v1/jobs", ListParams(o, cursor));
+    ASSIGN_OR_RETURN(auto r, Checked(s.client.Get(path)));
+    const std::string next = Text(r.body, "next_cursor");
+    if (!o.all) {
+      Print(s, r.body, [&] { return RenderJobList(Field(r.body, "jobs"), s.now); });
+      if (!next.empty() && s.output == OutputFormat::kTable) {
+        s.err << "frugal: note: more jobs exist; use --all or a larger --limit\n";
+      }
+      return Status::Ok();
+    }
+    const json& page = Field(r.body, "jobs");
+    if (page.is_array()) jobs.insert(jobs.end(), page.begin(), page.end());
+    if (next.empty()) break;
+    // A cursor that does not move would loop forever; a broken server must not hang us.
+    if (next == cursor) return Internal("scheduler returned the same next_cursor twice");
+    cursor = next;
+  }
+  const json all = {{"jobs", jobs}, {"next_cursor", nullptr}};
+  Print(s, all, [&] { return RenderJobList(jobs, s.now); });
+  return Status::Ok();
+}
+
+std::string CancelText(const json& job) {
+  const std::string id = Text(job, "id"), state = Text(job, "state");
+  if (state == "cancelled") return "Job " + id + " cancelled.\n";
+  if (Field(job, "cancel_requested") == true) {
+    return "Job " + id + " is " + state + ": cancel requested, its worker will stop it.\n";
+  }
+  return "Job " + id + " is " + state + ".\n";
+}
+
+Status RunCancel(Session& s, std::int64_t id) {
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Post(JobPath(id) + "/cancel")));
+  Print(s, r.body, [&] { return CancelText(r.body); });
+  return Status::Ok();
+}
+
+Status RunWhoami(Session& s) {
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Get("/v1/whoami")));
+  Print(s, r.body, [&] {
+    return RenderKeyValues({{"User", Text(r.body, "user")},
+                            {"Team", Text(r.body, "team")},
+                            {"Role", Text(r.body, "role")},
+                            {"Scheduler", s.client.base_url()}});
+  });
+  return Status::Ok();
+}
+
+Status RunTeamCreate(Session& s, const std::string& name) {
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Post("/v1/admin/teams", {{"name", name}})));
+  Print(s, r.body, [&] {
+    return "Created team " + Text(r.body, "name") + " (id " + Text(r.body, "id") + ").\n";
+  });
+  return Status::Ok();
+}
+
+Status RunTeamList(Session& s) {
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Get("/v1/admin/teams")));
+  Print(s, r.body, [&] { return RenderTeams(Field(r.body, "teams")); });
+  return Status::Ok();
+}
+
+Status RunTokenCreate(Session& s, const TokenOptions& o) {
+  const json body = {{"team", o.team}, {"user", o.user}, {"role", o.role}};
+  ASSIGN_OR_RETURN(auto r, Checked(s.client.Post("/v1/admin/tokens", body)));
+  // Only the token goes to stdout, so `TOKEN=$(frugal admin token create ...)` works.
+  Print(s, r.body, [&] { return Text(r.body, "token") + "\n"; });
+  if (s.output == OutputFormat::kTable) {
+    s.err << "frugal: note: token for user " << o.user << " of team " << o.team << " (role "
+          << o.role << "); it is shown only this once\n";
+  }
+  return Status::Ok();
+}
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "frugal: error: " << status.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+StatusOr<json> BuildSubmitBody(const SubmitOptions& o, Timestamp now) {
+  json body = {{"command", o.command}};
+  if (o.gpus) body["gpus"] = *o.gpus;
+  if (!o.gpu_types.empty()) body["gpu_types"] = o.gpu_types;
+  if (o.min_gpu_mem_gb) body["min_gpu_mem_gb"] = *o.min_gpu_mem_gb;
+  if (!o.priority.empty()) body["priority"] = o.priority;
+  if (!o.deadline.empty()) {
+    auto deadline = ParseDeadline(o.deadline, now);
+    if (!deadline.ok()) return InvalidArgument(deadline.status().message(), "--deadline");
+    body["deadline"] = FormatRfc3339(*deadline);
+  }
+  RETURN_IF_ERROR(AddSeconds(body, "estimate_seconds", o.estimate));
+  RETURN_IF_ERROR(AddSeconds(body, "max_runtime_seconds", o.max_runtime));
+  RETURN_IF_ERROR(AddSeconds(body, "checkpoint_interval_seconds", o.checkpoint_interval));
+  if (!o.tolerance.empty()) body["tolerance"] = o.tolerance;
+  if (!o.after.empty()) body["after"] = o.after;
+  RETURN_IF_ERROR(AddKeyValues(body, "labels", o.labels));
+  RETURN_IF_ERROR(AddKeyValues(body, "env", o.env));
+  if (!o.name.empty()) body["name"] = o.name;
+  if (!o.project.empty()) body["project"] = o.project;
+  if (o.max_attempts) body["max_attempts"] = *o.max_attempts;
+  return body;
+}
+
+Commands::Commands(CLI::App& app) {
+  app.description("frugal: submit GPU batch jobs to the Frugal scheduler and follow them");
+  app.footer(
+      "The scheduler URL and token come from --url/--token, else $FRUGAL_URL/$FRUGAL_TOKEN, "
+      "else\n$XDG_CONFIG_HOME/frugal/config.yaml (default ~/.config/frugal/config.yaml; keys "
+      "url, token).\nExit codes: 0 ok, 1 error, 2 usage error.");
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return "frugal: error: " + CLI::FailureMessage::simple(failed, e);
+  });
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also come after the subcommand
+  app.add_option("-o,--output", global_.output, "Output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.add_option("--url", global_.url, "Scheduler URL (default " + std::string(kDefaultUrl) + ")")
+      ->check(StatusValidator(
+          [](const std::string& url) { return api::Client(url, "").url_status(); }, "URL"));
+  app.add_option("--token", global_.token, "API token");
+  AddSubmit(app);
+  AddStatus(app);
+  AddList(app);
+  AddCancel(app);
+  AddWhoami(app);
+  AddAdmin(app);
+}
+
+void Commands::OnParsed(CLI::App& sub, Action action) {
+  sub.callback([this, action = std::move(action)] { action_ = action; });
+}
+
+void Commands::AddSubmit(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("submit", "Submit a job; prints its id and state");
+  SubmitOptions& o = submit_;
+  sub->add_option("--gpus", o.gpus, "GPUs the job needs (default 1)")
+      ->check(PositiveIntegerCheck(9, "N"));
+  auto* types = sub->add_option("--gpu-type", o.gpu_types,
+                                "Acceptable GPU type (repeatable or comma-separated; default any)")
+                    ->allow_extra_args(false)
+                    ->delimiter(',');
+  sub->add_option("--min-gpu-mem", o.min_gpu_mem_gb, "Minimum memory per GPU, in GB")
+      ->check(PositiveIntegerCheck(9, "GB"))
+      ->excludes(types);
+  sub->add_option("--priority", o.priority, "Priority class: critical, high, normal, low");
+  sub->add_option("--deadline", o.deadline, "Finish by: RFC 3339 time, or +DURATION from now")
+      ->check(StatusValidator(
+          [](const std::string& s) { return ParseDeadline(s, Timestamp{}).status(); },
+          "TIME|+DURATION"));
+  sub->add_option("--estimate", o.estimate, "Expected run time (90s, 15m, 2h30m, 1d)")
+      ->check(DurationCheck());
+  sub->add_option("--max-runtime", o.max_runtime, "Kill the job after this long")
+      ->check(DurationCheck());
+  sub->add_option("--checkpoint-interval", o.checkpoint_interval, "How often the job checkpoints")
+      ->check(DurationCheck());
+  sub->add_option("--tolerance", o.tolerance,
+                  "What an interruption costs: none, restartable (default), checkpointed")
+      ->check(CLI::IsMember({"none", "restartable", "checkpointed"}));
+  sub->add_option("--after", o.after, "Run only after this job succeeded (repeatable)")
+      ->allow_extra_args(false)
+      ->check(PositiveIntegerCheck(18, "JOB"));
+  sub->add_option("--label", o.labels, "Label k=v (repeatable)")
+      ->allow_extra_args(false)
+      ->check(KeyValueCheck());
+  sub->add_option("--env", o.env, "Environment variable K=V for the job (repeatable)")
+      ->allow_extra_args(false)
+      ->check(KeyValueCheck());
+  sub->add_option("--name", o.name, "Job name");
+  sub->add_option("--project", o.project, "Project, for cost reports");
+  sub->add_option("--max-attempts", o.max_attempts, "Attempts before giving up (default 3)")
+      ->check(PositiveIntegerCheck(9, "N"));
+  sub->add_option("--idempotency-key", o.idempotency_key,
+                  "Makes a retried submit return the first job instead of a second one");
+  sub->add_option("COMMAND", o.command, "The program and its arguments (after --)")->required();
+  sub->footer(
+      "Example:\n  frugal submit --gpus 4 --gpu-type a100 --estimate 2h --deadline +12h "
+      "-- python train.py --lr 3e-4");
+  OnParsed(*sub, [this](Session& s) { return RunSubmit(s, submit_); });
+}
+
+void Commands::AddStatus(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("status", "Show a job: fields, attempts, checkpoint, events");
+  sub->add_option("JOB", job_id_, "Job id")->required()->check(PositiveIntegerCheck(18, "ID"));
+  OnParsed(*sub, [this](Session& s) { return RunStatus(s, job_id_); });
+}
+
+void Commands::AddList(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("list", "List jobs, newest first");
+  sub->add_option("--state", list_.state, "Only jobs in this state")
+      ->check(StatusValidator([](const std::string& s) { return model::ParseJobState(s).status(); },
+                              "STATE"));
+  sub->add_option("--team", list_.team, "Only this team's jobs");
+  sub->add_option("--user", list_.user, "Only this user's jobs");
+  sub->add_option("--label", list_.label, "Only jobs with this label k=v")->check(KeyValueCheck());
+  sub->add_option("--limit", list_.limit, "Jobs per page, 1-500 (default 50)")
+      ->check(CLI::Range(1, 500));
+  sub->add_flag("--all", list_.all, "Fetch every page, not only the first");
+  OnParsed(*sub, [this](Session& s) { return RunList(s, list_); });
+}
+
+void Commands::AddCancel(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("cancel", "Cancel a job (a running one is stopped)");
+  sub->add_option("JOB", job_id_, "Job id")->required()->check(PositiveIntegerCheck(18, "ID"));
+  OnParsed(*sub, [this](Session& s) { return RunCancel(s, job_id_); });
+}
+
+void Commands::AddWhoami(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("whoami", "Show the user, team and role of the token");
+  OnParsed(*sub, [](Session& s) { return RunWhoami(s); });
+}
+
+void Commands::AddAdmin(CLI::App& app) {
+  CLI::App* admin = app.add_subcommand("admin", "Administration (admin token needed)");
+  admin->require_subcommand(1);
+
+  CLI::App* team = admin->add_subcommand("team", "Manage teams");
+  team->require_subcommand(1);
+  CLI::App* create = team->add_subcommand("create", "Create a team");
+  create->add_option("NAME", team_name_, "Team name")->required();
+  OnParsed(*create, [this](Session& s) { return RunTeamCreate(s, team_name_); });
+  CLI::App* list = team->add_subcommand("list", "List teams");
+  OnParsed(*list, [](Session& s) { return RunTeamList(s); });
+
+  CLI::App* token = admin->add_subcommand("token", "Manage API tokens");
+  token->require_subcommand(1);
+  CLI::App* issue = token->add_subcommand("create", "Create a token and print it (shown once)");
+  issue->add_option("--team", token_.team, "Team of the token's user")->required();
+  issue->add_option("--user", token_.user, "User (or node name, for a worker)")->required();
+  issue->add_option("--role", token_.role, "researcher, admin or worker")
+      ->required()
+      ->check(CLI::IsMember({"researcher", "admin", "worker"}));
+  OnParsed(*issue, [this](Session& s) { return RunTokenCreate(s, token_); });
+}
+
+int Commands::Run(std::ostream& out, std::ostream& err) {
+  if (!action_) return Fail(err, Internal("no command was chosen"));
+  auto config = ResolveConfig(SourcesFromEnvironment(global_.url, global_.token));
+  if (!config.ok()) return Fail(err, config.status());
+  api::Client client(config->url, config->token);
+  if (!client.url_status().ok()) return Fail(err, client.url_status());
+  const OutputFormat format = global_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  Session session{client, format, SystemClock().Now(), out, err};
+  const Status status = action_(session);
+  return status.ok() ? 0 : Fail(err, status);
+}
+
+}  // namespace frugal::cli

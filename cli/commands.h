@@ -1,0 +1,119 @@
+// The subcommands of the `frugal` CLI: their flags (registered on a CLI11 app) and what
+// each one sends to the scheduler's REST API (docs/api.md) and prints. main() parses the
+// command line with CLI11, then calls Commands::Run.
+//
+// Exit codes: 0 ok; 1 error (server errors are printed verbatim as "frugal: error: ...");
+// 2 usage error. Every malformed flag value (durations, times, k=v, enums) is caught by a
+// CLI11 validator during parsing, so usage errors all come out of CLI11 with its message.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/client.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace frugal::cli {
+
+enum class OutputFormat { kTable, kJson };
+
+// What a command needs once the command line is parsed. Single-threaded.
+struct Session {
+  api::Client& client;
+  OutputFormat output;
+  Timestamp now;  // read once, so every relative time in one output agrees
+  std::ostream& out;
+  std::ostream& err;
+};
+
+struct GlobalOptions {
+  std::string output = "table";
+  std::string url;    // empty: $FRUGAL_URL, the config file, or the default
+  std::string token;  // empty: $FRUGAL_TOKEN or the config file
+};
+
+struct SubmitOptions {
+  std::optional<int> gpus;
+  std::vector<std::string> gpu_types;
+  std::optional<int> min_gpu_mem_gb;
+  std::string priority;
+  std::string deadline;  // RFC 3339, or "+DURATION" from now
+  std::string estimate;
+  std::string max_runtime;
+  std::string checkpoint_interval;
+  std::string tolerance;
+  std::vector<std::int64_t> after;
+  std::vector<std::string> labels;  // "k=v"
+  std::vector<std::string> env;     // "K=V"
+  std::string name;
+  std::string project;
+  std::optional<int> max_attempts;
+  std::string idempotency_key;
+  std::vector<std::string> command;
+};
+
+struct ListOptions {
+  std::string state;
+  std::string team;
+  std::string user;
+  std::string label;  // "k=v"
+  std::optional<int> limit;
+  bool all = false;
+};
+
+struct TokenOptions {
+  std::string team;
+  std::string user;
+  std::string role;
+};
+
+// The JSON body of POST /v1/jobs for `options`: only the fields the user gave, so the
+// server's defaults apply to the rest. `now` anchors a "+DURATION" deadline. Errors are
+// InvalidArgument naming the flag (the validators normally catch them first).
+StatusOr<nlohmann::json> BuildSubmitBody(const SubmitOptions& options, Timestamp now);
+
+// Owns the parsed flag values of every subcommand and remembers which one ran.
+// Construct before parsing; it must outlive the parse.
+class Commands {
+ public:
+  // Adds the global options and all subcommands to `app`.
+  explicit Commands(CLI::App& app);
+  Commands(const Commands&) = delete;
+  Commands& operator=(const Commands&) = delete;
+
+  // After a successful parse: resolves the scheduler URL and token, runs the chosen
+  // subcommand, prints its result or error, and returns the exit code (0 or 1).
+  int Run(std::ostream& out, std::ostream& err);
+
+ private:
+  using Action = std::function<Status(Session&)>;
+
+  void AddSubmit(CLI::App& app);
+  void AddStatus(CLI::App& app);
+  void AddList(CLI::App& app);
+  void AddCancel(CLI::App& app);
+  void AddWhoami(CLI::App& app);
+  void AddAdmin(CLI::App& app);
+  // Makes `action` the one Run executes when `sub` appears on the command line.
+  void OnParsed(CLI::App& sub, Action action);
+
+  GlobalOptions global_;
+  SubmitOptions submit_;
+  ListOptions list_;
+  std::int64_t job_id_ = 0;  // status and cancel
+  std::string team_name_;    // admin team create
+  TokenOptions token_;       // admin token create
+  Action action_;
+};
+
+}  // namespace frugal::cli

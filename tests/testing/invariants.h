@@ -1,0 +1,17 @@
+// Checks run after every end-to-end test that disturbs the system (kills, preemptions):
+// every listed job reached a terminal state, no job ever had two active attempts, no
+// ended job still has an active attempt, and each job's checkpoints only moved forward.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace frugal::testing {
+
+// Empty when all hold; otherwise one line per violation. `conninfo` is the scheduler's
+// database; `acknowledged` are the ids the API accepted.
+std::vector<std::string> CheckInvariants(const std::string& conninfo,
+                                         const std::vector<std::int64_t>& acknowledged);
+
+}  // namespace frugal::testing
