@@ -27,11 +27,17 @@ int HttpStatus(StatusCode code) {
   return 500;
 }
 
+// Messages may quote client input cut at a byte limit; never let a broken UTF-8 sequence
+// turn a 4xx into a 500.
+std::string Dump(const json& body) {
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 void WriteError(httplib::Response& res, const Status& st) {
   res.status = HttpStatus(st.code());
   if (st.code() == StatusCode::kUnavailable) res.set_header("Retry-After", "1");
   if (st.code() == StatusCode::kUnauthenticated) res.set_header("WWW-Authenticate", "Bearer");
-  res.set_content(EncodeError(st).dump(), "application/json");
+  res.set_content(Dump(EncodeError(st)), "application/json");
 }
 
 StatusOr<store::Principal> Authenticate(Context& ctx, const httplib::Request& req) {
@@ -90,7 +96,7 @@ httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
       auto reply = fn(req, who);
       if (!reply.ok()) return WriteError(res, reply.status());
       res.status = reply->status;
-      res.set_content(reply->body.dump(), "application/json");
+      res.set_content(Dump(reply->body), "application/json");
     } catch (const std::exception& e) {
       spdlog::error(R"("event":"handler_exception","path":"{}","error":"{}")",
                     JsonEscape(req.path), JsonEscape(e.what()));
@@ -211,7 +217,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine
                     : Status(StatusCode::kInvalidArgument,
                              "malformed HTTP request (HTTP " + std::to_string(res.status) +
                                  "); a POST needs a Content-Length header, even if 0");
-    res.set_content(EncodeError(st).dump(), "application/json");
+    res.set_content(Dump(EncodeError(st)), "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

@@ -286,6 +286,7 @@ Commands::Commands(CLI::App& app) {
   AddCancel(app);
   AddWhoami(app);
   AddAdmin(app);
+  AddJobIo(app);
 }
 
 void Commands::OnParsed(CLI::App& sub, Action action) {
@@ -392,9 +393,14 @@ void Commands::AddAdmin(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"researcher", "admin", "worker"}));
   OnParsed(*issue, [this](Session& s) { return RunTokenCreate(s, token_); });
+  AddPool(*admin);
 }
 
 int Commands::Run(std::ostream& out, std::ostream& err) {
+  if (local_action_) {
+    const Status status = local_action_(out);
+    return status.ok() ? 0 : Fail(err, status);
+  }
   if (!action_) return Fail(err, Internal("no command was chosen"));
   auto config = ResolveConfig(SourcesFromEnvironment(global_.url, global_.token));
   if (!config.ok()) return Fail(err, config.status());

@@ -71,6 +71,23 @@ struct ListOptions {
   bool all = false;
 };
 
+struct CheckpointOptions {
+  std::int64_t step = 0;
+  double progress = 0;
+  std::string uri;
+  std::int64_t size_bytes = 0;
+};
+
+struct PoolOptions {
+  std::string name;
+  std::string kind;
+  std::string gpu_type;
+  int gpu_mem_gb = 0;
+  int max_gpus = 0;
+  std::string price;  // dollars as typed; the server parses it exactly
+  double speed = 1.0;
+};
+
 struct TokenOptions {
   std::string team;
   std::string user;
@@ -104,6 +121,8 @@ class Commands {
   void AddCancel(CLI::App& app);
   void AddWhoami(CLI::App& app);
   void AddAdmin(CLI::App& app);
+  void AddJobIo(CLI::App& app);    // logs, checkpoint (cli/job_commands.cc)
+  void AddPool(CLI::App& admin);   // admin pool (cli/pool_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -113,7 +132,12 @@ class Commands {
   std::int64_t job_id_ = 0;  // status and cancel
   std::string team_name_;    // admin team create
   TokenOptions token_;       // admin token create
+  bool follow_ = false;      // logs --follow
+  PoolOptions pool_;         // admin pool set
+  CheckpointOptions checkpoint_;
   Action action_;
+  // A command that needs no scheduler connection (checkpoint): runs instead of action_.
+  std::function<Status(std::ostream&)> local_action_;
 };
 
 }  // namespace frugal::cli

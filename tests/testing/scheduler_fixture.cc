@@ -1,7 +1,11 @@
 #include "tests/testing/scheduler_fixture.h"
 
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <stdexcept>
 
@@ -11,10 +15,11 @@ SchedulerProcess::SchedulerProcess() : SchedulerProcess(Options{}) {}
 
 SchedulerProcess::SchedulerProcess(Options options)
     : options_(std::move(options)), dir_(std::make_unique<TempDir>("frugal-e2e")) {
-  std::vector<std::string> argv = {FRUGAL_SCHEDULER_BIN, "--listen", "127.0.0.1:0",
-                                   "--log-level", options_.log_level, "--state-dir",
-                                   dir_->path() + "/state"};
-  std::vector<std::string> boot = {FRUGAL_SCHEDULER_BIN, "--state-dir", dir_->path() + "/state"};
+  state_dir_ = options_.state_dir.empty() ? dir_->path() + "/state" : options_.state_dir;
+  std::vector<std::string> argv = {FRUGAL_SCHEDULER_BIN, "--listen", options_.listen,
+                                   "--log-level", options_.log_level, "--state-dir", state_dir_};
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  std::vector<std::string> boot = {FRUGAL_SCHEDULER_BIN, "--state-dir", state_dir_};
   if (!options_.database_url.empty()) {
     argv.insert(argv.end(), {"--database-url", options_.database_url});
     boot.insert(boot.end(), {"--database-url", options_.database_url});
@@ -28,6 +33,7 @@ SchedulerProcess::SchedulerProcess(Options options)
     throw std::runtime_error("scheduler did not start:\n" + child_->Stdout() + child_->Stderr());
   }
   url_ = line->substr(line->find("http://"));
+  if (!options_.bootstrap) return;
   boot.push_back("bootstrap");
   auto r = RunCommand(boot, env);
   if (r.exit_code != 0) throw std::runtime_error("bootstrap failed: " + r.err);
@@ -36,6 +42,24 @@ SchedulerProcess::SchedulerProcess(Options options)
 
 SchedulerProcess::~SchedulerProcess() {
   if (child_) Stop();
+}
+
+void SchedulerProcess::Kill() {
+  child_->Signal(SIGKILL);
+  child_->Wait(std::chrono::seconds(10));
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 int SchedulerProcess::Stop() {

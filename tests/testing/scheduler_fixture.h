@@ -27,6 +27,10 @@ class SchedulerProcess {
     std::string database_url;  // empty: embedded PostgreSQL under the temp state dir
     EnvOverrides env;
     std::string log_level = "info";
+    std::string listen = "127.0.0.1:0";  // fixed address: restarts keep the same URL
+    std::string state_dir;               // empty: a fresh one in the temp dir
+    std::vector<std::string> extra_args;  // e.g. {"--lease-ttl", "3s"}
+    bool bootstrap = true;                // false when restarting on an existing state dir
   };
   SchedulerProcess();
   explicit SchedulerProcess(Options options);
@@ -48,6 +52,9 @@ class SchedulerProcess {
 
   // SIGTERM and wait; returns the exit code (or -signal).
   int Stop();
+  // SIGKILL: no cleanup at all (the embedded PostgreSQL keeps running).
+  void Kill();
+  const std::string& state_dir() const { return state_dir_; }
   // Environment for running the CLI against this scheduler with `token`.
   EnvOverrides CliEnv(const std::string& token) const;
 
@@ -57,6 +64,10 @@ class SchedulerProcess {
   std::unique_ptr<ChildProcess> child_;
   std::string url_;
   std::string admin_token_;
+  std::string state_dir_;
 };
+
+// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
+int FreePort();
 
 }  // namespace frugal::testing

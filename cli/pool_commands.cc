@@ -1,0 +1,75 @@
+// `frugal admin pool set|list`: define capacity pools (kind, GPU type, price, size).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ostream>
+
+#include "cli/commands.h"
+
+namespace frugal::cli {
+
+namespace {
+
+using nlohmann::json;
+
+Status RunPoolSet(Session& s, const PoolOptions& o) {
+  json body = {{"name", o.name},         {"capacity_kind", o.kind},   {"gpu_type", o.gpu_type},
+               {"gpu_mem_gb", o.gpu_mem_gb}, {"max_gpus", o.max_gpus},
+               {"price_per_gpu_hour", o.price}, {"speed", o.speed}};
+  ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/pools", body));
+  RETURN_IF_ERROR(api::ResponseStatus(r));
+  if (s.output == OutputFormat::kJson) {
+    s.out << r.body.dump(2) << "\n";
+  } else {
+    s.out << "Pool " << o.name << ": " << o.kind << ", " << o.max_gpus << " x " << o.gpu_type
+          << " (" << o.gpu_mem_gb << " GB) at $" << r.body.value("price_per_gpu_hour", o.price)
+          << "/GPU-hour\n";
+  }
+  return Status::Ok();
+}
+
+Status RunPoolList(Session& s) {
+  ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/admin/pools"));
+  RETURN_IF_ERROR(api::ResponseStatus(r));
+  if (s.output == OutputFormat::kJson) {
+    s.out << r.body.dump(2) << "\n";
+    return Status::Ok();
+  }
+  s.out << "NAME                KIND       GPU TYPE  MEM GB  MAX GPUS  $/GPU-HOUR\n";
+  for (const auto& p : r.body["pools"]) {
+    char line[200];
+    std::snprintf(line, sizeof line, "%-19s %-10s %-9s %6d  %8d  %s\n",
+                  p["name"].get<std::string>().c_str(),
+                  p["capacity_kind"].get<std::string>().c_str(),
+                  p["gpu_type"].get<std::string>().c_str(), p["gpu_mem_gb"].get<int>(),
+                  p["max_gpus"].get<int>(), p["price_per_gpu_hour"].get<std::string>().c_str());
+    s.out << line;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Commands::AddPool(CLI::App& admin) {
+  CLI::App* pool = admin.add_subcommand("pool", "Manage capacity pools");
+  pool->require_subcommand(1);
+  CLI::App* set = pool->add_subcommand("set", "Create or update a pool");
+  PoolOptions& o = pool_;
+  set->add_option("NAME", o.name, "Pool name, e.g. a100-spot")->required();
+  set->add_option("--kind", o.kind, "reserved, on_demand or spot")
+      ->required()
+      ->check(CLI::IsMember({"reserved", "on_demand", "spot"}));
+  set->add_option("--gpu-type", o.gpu_type, "GPU type, e.g. a100")->required();
+  set->add_option("--gpu-mem", o.gpu_mem_gb, "GPU memory in GB")->required()->check(CLI::Range(1, 4096));
+  set->add_option("--max-gpus", o.max_gpus, "Most GPUs the pool may hold")
+      ->required()
+      ->check(CLI::Range(0, 1000000));
+  set->add_option("--price", o.price, "Price per GPU-hour in dollars, e.g. 1.20")->required();
+  set->add_option("--speed", o.speed, "Relative speed (1.0 = reference GPU)")
+      ->check(CLI::Range(0.01, 100.0))
+      ->capture_default_str();
+  OnParsed(*set, [this](Session& s) { return RunPoolSet(s, pool_); });
+  CLI::App* list = pool->add_subcommand("list", "List pools");
+  OnParsed(*list, [](Session& s) { return RunPoolList(s); });
+}
+
+}  // namespace frugal::cli
