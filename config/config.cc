@@ -52,6 +52,8 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     auto d = ParseDuration(v);
     if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
     (key == "lease_ttl" ? c.lease_ttl : c.heartbeat_interval) = *d;
+  } else if (key == "worker_bin") {
+    c.worker_bin = v;
   } else if (key == "db_pool_size") {
     ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
   } else if (key == "max_pending_per_cycle") {
@@ -60,7 +62,7 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, max_pending_per_cycle, lease_ttl, "
-                               "heartbeat_interval)",
+                               "heartbeat_interval, worker_bin, local_workers)",
                            key);
   }
   return Status::Ok();
@@ -89,6 +91,14 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
       if (!root.IsMap()) return InvalidArgument(yaml_path + ": top level must be a mapping");
       for (const auto& kv : root) {
         const std::string key = kv.first.as<std::string>();
+        if (key == "local_workers") {
+          auto workers = ParseLocalWorkers(kv.second);
+          if (!workers.ok())
+            return Status(workers.status().code(), yaml_path + ": " + workers.status().message(),
+                          "local_workers");
+          c.local_workers = std::move(*workers);
+          continue;
+        }
         if (!kv.second.IsScalar()) {
           return InvalidArgument(yaml_path + ": '" + key + "' must be a scalar", key);
         }

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "config/local_workers.h"
 
 namespace frugal::config {
 
@@ -23,6 +24,9 @@ struct SchedulerConfig {
   int max_pending_per_cycle = 10000;
   Seconds lease_ttl{15};          // a worker's lease; lost after this without a heartbeat
   Seconds heartbeat_interval{2};  // told to workers at registration
+  // The `local` provider: workers this process starts itself (YAML only, not env/flags).
+  std::vector<LocalWorkerSpec> local_workers;
+  std::string worker_bin;  // empty: frugal-worker next to frugal-scheduler
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;

@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -15,6 +18,7 @@
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/policy/policy.h"
+#include "scheduler/provider/local_provider.h"
 #include "scheduler/store/pg/pg_store.h"
 
 namespace {
@@ -34,6 +38,39 @@ int Bootstrap(const frugal::config::SchedulerConfig& cfg) {
   std::printf("%s\n", token.c_str());
   std::fprintf(stderr, "Admin token created (shown once; keep it safe). Use it as FRUGAL_TOKEN.\n");
   return 0;
+}
+
+// The local provider, if configured: workers on this machine with a worker token of their
+// own (team "system"), checkpoints under the state directory.
+frugal::StatusOr<std::unique_ptr<frugal::provider::LocalProvider>> StartLocalWorkers(
+    const frugal::config::SchedulerConfig& cfg, frugal::store::PgStore& store,
+    const std::string& host, int port) {
+  namespace fs = std::filesystem;
+  if (cfg.local_workers.empty()) return std::unique_ptr<frugal::provider::LocalProvider>();
+  if (auto team = store.CreateTeam("system");
+      !team.ok() && team.status().code() != frugal::StatusCode::kConflict)
+    return team.status();
+  const std::string token = frugal::NewToken();
+  auto issued = store.CreateToken("system", "local-provider", frugal::store::Role::kWorker,
+                                  frugal::Sha256Hex(token));
+  if (!issued.ok()) return issued.status();
+  frugal::provider::LocalProviderOptions o;
+  const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
+  o.scheduler_url = "http://" + reach + ":" + std::to_string(port);
+  o.worker_token = token;
+  o.worker_bin = cfg.worker_bin;
+  if (o.worker_bin.empty()) {
+    std::error_code ec;
+    o.worker_bin = (fs::read_symlink("/proc/self/exe", ec).parent_path() / "frugal-worker").string();
+  }
+  const fs::path state = fs::absolute(cfg.state_dir);
+  o.dir = (state / "local").string();
+  o.checkpoint_root = (state / "checkpoints").string();
+  o.pools = cfg.local_workers;
+  auto provider = frugal::provider::LocalProvider::Create(std::move(o));
+  if (!provider.ok()) return provider.status();
+  (*provider)->Start();
+  return std::move(*provider);
 }
 
 int Serve(const frugal::config::SchedulerConfig& cfg) {
@@ -61,10 +98,17 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (!bound.ok()) return Fail(bound.status());
 
   engine.Start();
+  auto local = StartLocalWorkers(cfg, store, host, *bound);
+  if (!local.ok()) {
+    engine.Stop();
+    return Fail(local.status());
+  }
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     spdlog::info(R"("event":"shutdown","signal":{})", sig);
+    // Local workers first: they report their jobs preempted through the API.
+    if (*local) (*local)->Stop();
     server.Stop();
   });
   spdlog::info(R"("event":"listening","address":"http://{}:{}","policy":"{}")", host, *bound,

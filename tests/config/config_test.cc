@@ -72,3 +72,74 @@ TEST(ConfigTest, AnnotatedExampleLoads) {
 
 }  // namespace
 }  // namespace frugal::config
+
+namespace frugal::config {
+namespace {
+
+std::string WriteYaml(testing::TempDir& dir, const std::string& text) {
+  const std::string path = dir.path() + "/frugal.yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(LocalWorkersConfigTest, ParsesPoolsAndPreemptionSources) {
+  testing::TempDir dir;
+  auto c = LoadSchedulerConfig(WriteYaml(dir, R"(
+local_workers:
+  - pool: a100-reserved
+    nodes: 1
+    gpus_per_node: 2
+  - pool: a100-spot
+    nodes: 2
+    gpus_per_node: 4
+    grace: 3s
+    preemption: {rate_per_node_hour: 12, seed: 9}
+  - pool: v100-spot
+    preemption: {trace: t.csv, zone: us-east-1c, speedup: 600, start_s: 3600}
+)"),
+                               NoEnv());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->local_workers.size(), 3u);
+  EXPECT_EQ(c->local_workers[0].gpus_per_node, 2);
+  EXPECT_EQ(c->local_workers[0].preemption.kind, PreemptionSpec::Kind::kNone);
+  const auto& spot = c->local_workers[1];
+  EXPECT_EQ(spot.nodes, 2);
+  EXPECT_EQ(spot.grace.count(), 3);
+  EXPECT_EQ(spot.preemption.kind, PreemptionSpec::Kind::kRate);
+  EXPECT_DOUBLE_EQ(spot.preemption.rate_per_node_hour, 12);
+  EXPECT_EQ(spot.preemption.seed, 9u);
+  const auto& trace = c->local_workers[2].preemption;
+  EXPECT_EQ(trace.kind, PreemptionSpec::Kind::kTrace);
+  EXPECT_EQ(trace.zone, "us-east-1c");
+  EXPECT_DOUBLE_EQ(trace.speedup, 600);
+  EXPECT_DOUBLE_EQ(trace.start_s, 3600);
+}
+
+TEST(LocalWorkersConfigTest, MistakesNameTheEntryAndKey) {
+  testing::TempDir dir;
+  struct Case {
+    const char* yaml;
+    const char* says;
+  } cases[] = {
+      {"local_workers: {pool: x}\n", "must be a list"},
+      {"local_workers:\n  - nodes: 1\n", "local_workers[0].pool: is required"},
+      {"local_workers:\n  - pool: a\n  - pool: b\n    gpus: 2\n", "local_workers[1].gpus: unknown"},
+      {"local_workers:\n  - pool: a\n    nodes: 0\n", "nodes: must be in [1, 64]"},
+      {"local_workers:\n  - pool: a\n    nodes: many\n", "nodes: has the wrong type"},
+      {"local_workers:\n  - pool: a\n  - pool: a\n", "listed twice"},
+      {"local_workers:\n  - pool: a\n    preemption: {trace: t.csv}\n", "zone: is required"},
+      {"local_workers:\n  - pool: a\n    preemption: {rate_per_node_hour: -1}\n", "must be > 0"},
+      {"local_workers:\n  - pool: a\n    preemption: {rate_per_node_hour: 1, trace: t, zone: z}\n",
+       "not both"},
+      {"local_workers:\n  - pool: a\n    grace: soon\n", "grace"},
+  };
+  for (const auto& k : cases) {
+    auto c = LoadSchedulerConfig(WriteYaml(dir, k.yaml), NoEnv());
+    ASSERT_FALSE(c.ok()) << k.yaml;
+    EXPECT_NE(c.status().message().find(k.says), std::string::npos)
+        << k.yaml << " -> " << c.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace frugal::config

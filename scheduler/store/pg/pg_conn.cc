@@ -54,6 +54,10 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
 
 StatusOr<PgResult> PgConn::Exec(const std::string& name, const std::string& sql,
                                 const std::vector<PgParam>& params) {
+  // libpq passes text parameters as C strings: a NUL would silently cut the value short.
+  for (const auto& p : params)
+    if (p && p->find('\0') != std::string::npos)
+      return InvalidArgument("text must not contain NUL characters (\\u0000)");
   ++statements_sent_;
   if (!prepared_.count(name)) {
     PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
