@@ -17,12 +17,17 @@ json EncodePool(const model::Pool& p) {
           {"gpu_mem_gb", p.gpu_mem_gb},
           {"speed", p.speed},
           {"price_per_gpu_hour", FormatDollars(p.price_per_gpu_hour, true)},
-          {"max_gpus", p.max_gpus}};
+          {"max_gpus", p.max_gpus},
+          {"startup_delay_seconds", p.startup_delay.count()},
+          {"idle_timeout_seconds", p.idle_timeout.count()},
+          {"preemption_prior_per_node_hour", p.preemption_prior_per_node_hour},
+          {"preemption_rate_per_node_hour", p.preemption_rate_per_node_hour}};
 }
 
 StatusOr<model::Pool> DecodePool(const json& body) {
   RETURN_IF_ERROR(CheckFields(body, {"name", "capacity_kind", "gpu_type", "gpu_mem_gb", "speed",
-                                     "price_per_gpu_hour", "max_gpus"}));
+                                     "price_per_gpu_hour", "max_gpus", "startup_delay_seconds",
+                                     "idle_timeout_seconds", "preemption_prior_per_node_hour"}));
   model::Pool p;
   ASSIGN_OR_RETURN(p.name, RequiredString(body, "name"));
   RETURN_IF_ERROR(ValidateName(p.name, "name", false));
@@ -47,6 +52,26 @@ StatusOr<model::Pool> DecodePool(const json& body) {
       return InvalidArgument("speed: must be a number in (0, 100]", "speed");
     }
     p.speed = body["speed"].get<double>();
+  }
+  if (body.contains("startup_delay_seconds")) {
+    ASSIGN_OR_RETURN(auto s, RequiredInt(body, "startup_delay_seconds", 0, 86400));
+    p.startup_delay = Seconds(s);
+  }
+  if (body.contains("idle_timeout_seconds")) {
+    ASSIGN_OR_RETURN(auto s, RequiredInt(body, "idle_timeout_seconds", 0, 30 * 86400));
+    p.idle_timeout = Seconds(s);
+  }
+  if (body.contains("preemption_prior_per_node_hour")) {
+    const json& v = body["preemption_prior_per_node_hour"];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1000) {
+      return InvalidArgument("preemption_prior_per_node_hour: must be a number in [0, 1000]",
+                             "preemption_prior_per_node_hour");
+    }
+    if (p.kind != model::CapacityKind::kSpot && v.get<double>() > 0) {
+      return InvalidArgument("preemption_prior_per_node_hour: only spot pools are preempted",
+                             "preemption_prior_per_node_hour");
+    }
+    p.preemption_prior_per_node_hour = v.get<double>();
   }
   return p;
 }

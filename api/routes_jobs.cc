@@ -10,6 +10,18 @@ namespace {
 
 StatusOr<model::JobId> ParseJobId(const std::string& text) { return ParseId(text, "id"); }
 
+// Query strings and headers are raw bytes; PostgreSQL text and jsonb take only UTF-8
+// without NUL. nlohmann's strict encoder is the UTF-8 check the store's JSON would apply.
+bool IsStorableText(const std::string& s) {
+  if (s.find('\0') != std::string::npos) return false;
+  try {
+    (void)json(s).dump();
+  } catch (const json::type_error&) {
+    return false;
+  }
+  return true;
+}
+
 StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
   RETURN_IF_ERROR(CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor"}));
   const Query query = ParseQuery(req);
@@ -38,6 +50,9 @@ StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store:
     auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0 || l.size() > 320) {
       return InvalidArgument("label filter must be key=value", "label");
+    }
+    if (!IsStorableText(l)) {
+      return InvalidArgument("label filter must be UTF-8 text without NUL characters", "label");
     }
     f.label = std::make_pair(l.substr(0, eq), l.substr(eq + 1));
   }
@@ -88,8 +103,9 @@ void RegisterJobRoutes(httplib::Server& s, Context& ctx) {
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
            if (req.has_header("Idempotency-Key")) {
              std::string key = req.get_header_value("Idempotency-Key");
-             if (key.empty() || key.size() > 255) {
-               return InvalidArgument("Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+             if (key.empty() || key.size() > 255 || !IsStorableText(key)) {
+               return InvalidArgument("Idempotency-Key must be 1 to 255 characters of UTF-8 text",
+                                      "Idempotency-Key");
              }
              sr.idempotency_key = key;
            }

@@ -24,6 +24,17 @@ StatusOr<std::vector<model::AttemptId>> ParseRunning(const json& body) {
   return out;
 }
 
+// jsonb cannot hold "\u0000" anywhere, keys included. Depth is bounded by CheckJsonLimits.
+bool HasNul(const json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().find('\0') != std::string::npos;
+  if (!v.is_structured()) return false;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (v.is_object() && it.key().find('\0') != std::string::npos) return true;
+    if (HasNul(it.value())) return true;
+  }
+  return false;
+}
+
 StatusOr<std::string> ParseGpuStats(const json& body) {
   if (!body.contains("gpus")) return std::string("[]");
   const json& g = body["gpus"];
@@ -37,6 +48,7 @@ StatusOr<std::string> ParseGpuStats(const json& body) {
                              "gpus");
     }
   }
+  if (HasNul(g)) return InvalidArgument("gpus: readings must not contain NUL characters", "gpus");
   return g.dump();
 }
 
@@ -84,7 +96,8 @@ void RegisterWorkerRoutes(httplib::Server& s, Context& ctx) {
   s.Post("/v1/workers/heartbeat", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
                                                                      auto&) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           RETURN_IF_ERROR(CheckFields(body, {"node", "lease_epoch", "running", "gpus", "notice"}));
+           RETURN_IF_ERROR(
+               CheckFields(body, {"node", "lease_epoch", "running", "gpus", "notice", "draining"}));
            store::HeartbeatRequest hb;
            ASSIGN_OR_RETURN(hb.node, RequiredString(body, "node"));
            ASSIGN_OR_RETURN(hb.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
@@ -93,6 +106,11 @@ void RegisterWorkerRoutes(httplib::Server& s, Context& ctx) {
            if (body.contains("notice")) {
              if (!body["notice"].is_boolean()) return InvalidArgument("notice: must be a boolean", "notice");
              hb.notice = body["notice"].get<bool>();
+           }
+           if (body.contains("draining")) {
+             if (!body["draining"].is_boolean())
+               return InvalidArgument("draining: must be a boolean", "draining");
+             hb.draining = body["draining"].get<bool>();
            }
            ASSIGN_OR_RETURN(auto reply, ctx.workers.Heartbeat(hb, ctx.options.lease_ttl));
            json assignments = json::array(), stops = json::array();

@@ -78,6 +78,33 @@ Status CheckAccess(Access access, const store::Principal& who) {
   return Internal("unknown access level");
 }
 
+// A request httplib refused before any route ran. httplib itself parses the two form
+// encodings (curl -d sends application/x-www-form-urlencoded by default): it refuses such
+// a body over CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH with 413, and multipart
+// without a boundary with 400. Name the real cause, not the JSON size limit or
+// Content-Length.
+Status TransportError(const httplib::Request& req, int status) {
+  const std::string type = req.get_header_value("Content-Type");
+  const std::string use_json = "; send the JSON body with 'Content-Type: application/json'";
+  if (status == 404) return NotFound("no route " + req.method + " " + req.path.substr(0, 256));
+  if (status == 413 && type.rfind("application/x-www-form-urlencoded", 0) == 0 &&
+      req.body.size() <= kMaxBodyBytes) {
+    return Status(StatusCode::kPayloadTooLarge,
+                  "a body sent as application/x-www-form-urlencoded is limited to " +
+                      std::to_string(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                      " bytes" + use_json + " (limit " + std::to_string(kMaxBodyBytes) + ")");
+  }
+  if (status == 413) {
+    return Status(StatusCode::kPayloadTooLarge,
+                  "request body exceeds the limit of " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  if (type.rfind("multipart/form-data", 0) == 0) {
+    return InvalidArgument("multipart/form-data bodies are not accepted" + use_json);
+  }
+  return InvalidArgument("malformed HTTP request (HTTP " + std::to_string(status) +
+                         "); a POST needs a Content-Length header, even if 0");
+}
+
 }  // namespace
 
 httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
@@ -159,7 +186,12 @@ StatusOr<std::string> RequiredString(const json& body, const char* field) {
   if (!body[field].is_string()) {
     return InvalidArgument(std::string(field) + ": must be a string", field);
   }
-  return body[field].get<std::string>();
+  // PostgreSQL text cannot hold NUL: refuse it here, where the field is known.
+  std::string value = body[field].get<std::string>();
+  if (value.find('\0') != std::string::npos) {
+    return InvalidArgument(std::string(field) + ": must not contain NUL characters", field);
+  }
+  return value;
 }
 
 StatusOr<std::int64_t> RequiredInt(const json& body, const char* field, std::int64_t lo,
@@ -209,15 +241,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
                                                              httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    Status st = res.status == 404
-                    ? NotFound("no route " + req.method + " " + req.path.substr(0, 256))
-                : res.status == 413
-                    ? Status(StatusCode::kPayloadTooLarge,
-                             "request body exceeds the limit of " + std::to_string(kMaxBodyBytes) + " bytes")
-                    : Status(StatusCode::kInvalidArgument,
-                             "malformed HTTP request (HTTP " + std::to_string(res.status) +
-                                 "); a POST needs a Content-Length header, even if 0");
-    res.set_content(Dump(EncodeError(st)), "application/json");
+    res.set_content(Dump(EncodeError(TransportError(req, res.status))), "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

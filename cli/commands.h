@@ -86,6 +86,9 @@ struct PoolOptions {
   int max_gpus = 0;
   std::string price;  // dollars as typed; the server parses it exactly
   double speed = 1.0;
+  std::string startup_delay;  // duration as typed ("90s"); empty: server default
+  std::string idle_timeout;
+  std::optional<double> preemption_prior;  // spot reclaims per node-hour expected
 };
 
 struct TokenOptions {

@@ -15,6 +15,13 @@ Status RunPoolSet(Session& s, const PoolOptions& o) {
   json body = {{"name", o.name},         {"capacity_kind", o.kind},   {"gpu_type", o.gpu_type},
                {"gpu_mem_gb", o.gpu_mem_gb}, {"max_gpus", o.max_gpus},
                {"price_per_gpu_hour", o.price}, {"speed", o.speed}};
+  for (auto [field, text] : {std::pair{"startup_delay_seconds", &o.startup_delay},
+                             std::pair{"idle_timeout_seconds", &o.idle_timeout}}) {
+    if (text->empty()) continue;
+    ASSIGN_OR_RETURN(Seconds d, ParseDuration(*text, true));  // checked when parsed
+    body[field] = d.count();
+  }
+  if (o.preemption_prior) body["preemption_prior_per_node_hour"] = *o.preemption_prior;
   ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/pools", body));
   RETURN_IF_ERROR(api::ResponseStatus(r));
   if (s.output == OutputFormat::kJson) {
@@ -67,6 +74,21 @@ void Commands::AddPool(CLI::App& admin) {
   set->add_option("--speed", o.speed, "Relative speed (1.0 = reference GPU)")
       ->check(CLI::Range(0.01, 100.0))
       ->capture_default_str();
+  // Durations like 90s, 15m; 0 allowed. CLI11 turns a failed check into a usage error (2).
+  const CLI::Validator duration(
+      [](std::string& v) -> std::string {
+        auto d = ParseDuration(v, true);
+        return d.ok() ? "" : d.status().message();
+      },
+      "DURATION");
+  set->add_option("--startup-delay", o.startup_delay,
+                  "Time for a new node to join, e.g. 90s (weighs waiting vs starting)")
+      ->check(duration);
+  set->add_option("--idle-timeout", o.idle_timeout, "Release nodes idle this long (0 = never)")
+      ->check(duration);
+  set->add_option("--preemption-prior", o.preemption_prior,
+                  "Spot: expected reclaims per node-hour before any are observed")
+      ->check(CLI::Range(0.0, 1000.0));
   OnParsed(*set, [this](Session& s) { return RunPoolSet(s, pool_); });
   CLI::App* list = pool->add_subcommand("list", "List pools");
   OnParsed(*list, [](Session& s) { return RunPoolList(s); });

@@ -70,7 +70,10 @@ StatusOr<Timestamp> ParseRfc3339(const std::string& s) {
       !Expect(s, p, ':') || !ReadInt(s, p, 2, sec)) {
     return bad;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad;
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 60) return bad;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return bad;  // no 2099-02-31
   long long micros = 0;
   if (p < s.size() && s[p] == '.') {
     ++p;
@@ -91,6 +94,7 @@ StatusOr<Timestamp> ParseRfc3339(const std::string& s) {
     ++p;
     int oh, om;
     if (!ReadInt(s, p, 2, oh) || !Expect(s, p, ':') || !ReadInt(s, p, 2, om)) return bad;
+    if (oh > 23 || om > 59) return bad;
     offset_min = sign * (oh * 60 + om);
   } else {
     return bad;

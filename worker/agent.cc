@@ -175,7 +175,7 @@ void Agent::Heartbeat() {
                      {"lease_epoch", lease_epoch_},
                      {"running", running},
                      {"gpus", gpu_stats_()},
-                     {"notice", notice_ || stopping_}};
+                     {"notice", notice_}, {"draining", stopping_}};
   const Timestamp sent_at = clock_.Now();
   auto r = Post("/v1/workers/heartbeat", body);
   if (!r.ok()) return;

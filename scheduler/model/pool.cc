@@ -20,4 +20,10 @@ StatusOr<CapacityKind> ParseCapacityKind(const std::string& s) {
                          "capacity_kind");
 }
 
+double LearnedPreemptionRate(double prior_per_node_hour, double notices, double node_hours) {
+  if (node_hours < 0) node_hours = 0;
+  return (prior_per_node_hour * kPreemptionPriorNodeHours + notices) /
+         (kPreemptionPriorNodeHours + node_hours);
+}
+
 }  // namespace frugal::model

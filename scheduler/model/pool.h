@@ -15,6 +15,10 @@ using PoolId = std::int64_t;
 
 enum class CapacityKind { kReserved, kOnDemand, kSpot };
 const char* ToString(CapacityKind k);
+// A spot pool's reclaim rate per node-hour: the prior counts as kPriorNodeHours of
+// observation, so a few early notices move it gradually (gamma-Poisson posterior mean).
+inline constexpr double kPreemptionPriorNodeHours = 10.0;
+double LearnedPreemptionRate(double prior_per_node_hour, double notices, double node_hours);
 StatusOr<CapacityKind> ParseCapacityKind(const std::string& s);
 
 struct Pool {
@@ -25,7 +29,18 @@ struct Pool {
   int gpu_mem_gb = 0;
   double speed = 1.0;  // relative throughput; 1.0 = reference GPU
   Micros price_per_gpu_hour = 0;
-  int max_gpus = 0;
+  int max_gpus = 0;  // placement/cost: cap on GPUs in use and on growth; 0 = no cap, no growth
+  // Issue 4 (placement/cost). Every field has a default so older code and rows still work.
+  Seconds startup_delay{0};  // from asking the provider for a node to the node's first heartbeat
+  // Spot: expected reclaims per node-hour, learned and smoothed by the store; 0 = none expected.
+  double preemption_rate_per_node_hour = 0;
+  Seconds idle_timeout{0};  // release a node idle this long; 0 = never (reserved nodes never are)
+  bool elastic = false;     // the provider adds nodes on request (Plan::node_requests)
+  int node_gpus = 0;        // GPUs of one node the provider adds; 0 = sized to the request
+  int requested_gpus = 0;   // GPUs already asked of the provider and not yet registered (in flight)
+  // Spot: what an admin expects before anything is observed (reclaims per node-hour); the
+  // store blends it with observed notices into preemption_rate_per_node_hour.
+  double preemption_prior_per_node_hour = 0;
 };
 
 struct Node {
@@ -36,6 +51,8 @@ struct Node {
   std::string gpu_type;
   int gpu_mem_gb = 0;
   Timestamp lease_expires_at{};
+  bool under_notice = false;  // spot reclaim notice received: nothing new is placed here
+  std::optional<Timestamp> idle_since{};  // since when no attempt has run here; empty while busy
 };
 
 }  // namespace frugal::model

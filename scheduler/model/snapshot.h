@@ -1,11 +1,16 @@
 // What one scheduling cycle sees (Snapshot) and what it decides (Plan). Decide() maps one
 // to the other with no I/O; the engine loads the snapshot and applies the plan.
+// Fields added for placement/cost (issue 4) all have defaults and come after the older ones,
+// so positional initialisers elsewhere keep compiling and older loaders stay meaningful.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/money.h"
 #include "scheduler/model/attempt.h"
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
@@ -26,15 +31,38 @@ struct PendingJob {
   std::string reason;  // the reason currently stored, so unchanged reasons are not rewritten
   std::vector<JobId> waiting_for;            // dependencies that have not ended yet
   std::optional<JobId> failed_dependency;    // a dependency that ended without success
+  std::optional<Seconds> estimate{};  // run time on a speed-1.0 GPU from the start; empty = unknown
+  std::optional<Seconds> checkpoint_interval{};  // wall time between checkpoints (checkpointed)
+  double progress = 0;  // 0..1 from the latest committed checkpoint: where the next run resumes
 };
 
-// An active attempt occupying GPUs on a node.
+// An active attempt occupying GPUs on a node. A gang spread over several nodes has one
+// entry per node, all with the same job_id.
 struct RunningAttempt {
   AttemptId attempt_id = 0;
   JobId job_id = 0;
   NodeId node_id = 0;
   int gpus = 0;
   int priority_rank = 2;
+  PoolId pool_id = 0;  // the node's pool
+  Timestamp started_at{};  // when this attempt started
+  std::optional<Timestamp> last_checkpoint_at{};  // latest committed checkpoint of the job
+  double progress = 0;  // 0..1 at that checkpoint
+  Tolerance tolerance = Tolerance::kRestartable;
+  std::optional<Timestamp> deadline{};
+  std::optional<Seconds> estimate{};  // the job's run time on a speed-1.0 GPU
+  std::optional<Seconds> checkpoint_interval{};  // the job's wall time between checkpoints
+  std::vector<std::string> gpu_types{};  // the job's allowed types (empty = any), for migration
+  std::optional<int> min_gpu_mem_gb{};  // the job's minimum GPU memory, for migration
+  // When the job was last stopped by priority preemption: not again before a newer checkpoint.
+  std::optional<Timestamp> last_priority_preemption_at{};
+  bool stopping = false;  // a stop order (preemption, migration, cancel) is outstanding
+};
+
+// A team's GPU-hours, already decayed to `as_of`; the policy decays them on to `now`.
+struct TeamUsage {
+  double gpu_hours = 0;
+  Timestamp as_of{};
 };
 
 struct Snapshot {
@@ -43,14 +71,18 @@ struct Snapshot {
   std::vector<RunningAttempt> running;
   std::vector<Node> nodes;  // live nodes only (lease not expired)
   std::vector<Pool> pools;
+  std::map<TeamId, TeamUsage> team_usage{};  // fair share input; missing team = no usage
+  std::map<TeamId, double> team_shares{};    // fair share weights; missing team = 1.0
 };
 
-// Start `job_id` on `node_id` with `gpus` GPUs.
+// Start `job_id` on `node_id` with `gpus` GPUs. A gang spread over nodes (all of one pool)
+// is several assignments with the same job_id: apply all of them or none.
 struct Assignment {
   JobId job_id = 0;
   NodeId node_id = 0;
   int gpus = 0;
   std::string reason;
+  Micros expected_cost = 0;  // expected charge of the whole run on this pool (this part's share)
 };
 
 // Leave `job_id` waiting, with the reason shown to its owner.
@@ -59,10 +91,41 @@ struct Wait {
   std::string reason;
 };
 
+enum class StopKind { kPriorityPreemption, kMigrateOffSpot };
+
+inline const char* ToString(StopKind k) {
+  return k == StopKind::kPriorityPreemption ? "priority_preemption" : "migrate_off_spot";
+}
+
+// Stop a running attempt (the worker signals it to checkpoint, then ends it); the job goes
+// back to pending and resumes from its latest checkpoint.
+struct Stop {
+  AttemptId attempt_id = 0;
+  JobId job_id = 0;
+  StopKind kind = StopKind::kPriorityPreemption;
+  std::string reason;
+};
+
+// Ask the pool's provider for `gpus` more GPUs (it rounds up to whole nodes).
+struct NodeRequest {
+  PoolId pool_id = 0;
+  int gpus = 0;
+  std::string reason;
+};
+
+// Give an idle node back to its provider.
+struct NodeRelease {
+  NodeId node_id = 0;
+  std::string reason;
+};
+
 struct Plan {
   std::vector<Assignment> assignments;
   std::vector<Wait> waits;
   std::vector<Wait> cancels;  // jobs that can never run (a dependency failed)
+  std::vector<Stop> stops{};
+  std::vector<NodeRequest> node_requests{};
+  std::vector<NodeRelease> node_releases{};
 };
 
 }  // namespace frugal::model

@@ -23,6 +23,15 @@ model::Plan FifoPolicy::Decide(const model::Snapshot& snap) const {
   }
   std::map<model::NodeId, const model::Node*> by_id;
   for (const auto& n : snap.nodes) by_id[n.id] = &n;
+  // Hard limits every policy keeps: a pool's max_gpus (when set), no tolerance-none job on
+  // spot, nothing new on a node under a reclaim notice.
+  std::map<model::PoolId, const model::Pool*> pools;
+  for (const auto& p : snap.pools) pools.emplace(p.id, &p);
+  std::map<model::PoolId, int> pool_used;
+  for (const auto& r : snap.running) {
+    auto it = by_id.find(r.node_id);
+    if (it != by_id.end()) pool_used[it->second->pool_id] += r.gpus;
+  }
 
   std::vector<const model::PendingJob*> order;
   for (const auto& j : snap.pending) order.push_back(&j);
@@ -49,9 +58,15 @@ model::Plan FifoPolicy::Decide(const model::Snapshot& snap) const {
     for (auto& [node_id, gpus_free] : free) {
       const model::Node& node = *by_id[node_id];
       if (!NodeFits(*job, node) || node.gpus < job->gpus) continue;
+      auto pool = pools.find(node.pool_id);
+      const model::Pool* p = pool == pools.end() ? nullptr : pool->second;
+      if (p && p->kind == model::CapacityKind::kSpot && job->tolerance == model::Tolerance::kNone)
+        continue;
       ++fitting_nodes;
-      if (gpus_free < job->gpus) continue;
+      if (gpus_free < job->gpus || node.under_notice) continue;
+      if (p && p->max_gpus > 0 && pool_used[node.pool_id] + job->gpus > p->max_gpus) continue;
       gpus_free -= job->gpus;
+      pool_used[node.pool_id] += job->gpus;
       plan.assignments.push_back({job->id, node_id, job->gpus,
                                   "placement/fifo: first node with " +
                                       std::to_string(job->gpus) + " free GPU(s): " + node.name});

@@ -1,7 +1,9 @@
 // placement/fifo: the baseline. Jobs in (priority class, submit order); each goes to the
 // first live node, by id, with enough free GPUs of an allowed type. A job that does not
 // fit does not block smaller jobs behind it (no reservations): the simplest useful policy
-// and the yardstick the cost policy is measured against.
+// and the yardstick the cost policy is measured against. It keeps the hard limits every
+// policy keeps: a pool's max_gpus, no tolerance-none job on spot, no new work on a node
+// under a reclaim notice.
 #pragma once
 
 #include "scheduler/policy/policy.h"

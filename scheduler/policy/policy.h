@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "scheduler/model/snapshot.h"
+#include "scheduler/policy/policy_config.h"
 
 namespace frugal::policy {
 
@@ -20,8 +21,11 @@ class Policy {
   virtual model::Plan Decide(const model::Snapshot& snapshot) const = 0;
 };
 
-// The policy registered under `name`, or NotFound listing the known names.
+// The policy registered under `name` ("placement/cost", "placement/fifo"), or
+// InvalidArgument listing the known names. The first form uses the default PolicyConfig;
+// placement/fifo has no knobs and ignores `config`.
 StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name);
+StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const PolicyConfig& config);
 std::vector<std::string> PolicyNames();
 
 }  // namespace frugal::policy

@@ -25,7 +25,8 @@ struct HeartbeatRequest {
   std::int64_t lease_epoch = 0;
   std::vector<model::AttemptId> running;
   std::string gpu_stats_json = "[]";
-  bool notice = false;
+  bool notice = false;    // a spot interruption notice: counts toward the pool's learned rate
+  bool draining = false;  // the worker is shutting down: place nothing new, learn nothing
 };
 
 // An attempt for the worker to start.

@@ -135,25 +135,31 @@ TEST_F(ApiE2eTest, TeamsAndRolesAreIsolated) {
   EXPECT_EQ(Call("GET", JobPath(id), alice).body["state"], "pending");  // the cancel did nothing
   EXPECT_EQ(Call("GET", JobPath(id), sched_->admin_token()).status, 200);
   // b. Admin routes are for admins only.
-  const json pool = {{"name", "sneaky"}, {"capacity_kind", "spot"}, {"gpu_type", "a100"},
-                     {"gpu_mem_gb", 80}, {"max_gpus", 8}, {"price_per_gpu_hour", "0.01"}};
+  const std::string pool = R"({"name":"sneaky","capacity_kind":"spot","gpu_type":"a100",)"
+                           R"("gpu_mem_gb":80,"max_gpus":8,"price_per_gpu_hour":"0.01"})";
   const std::vector<std::pair<std::string, std::string>> admin_routes = {
-      {"GET", "/v1/admin/teams"}, {"POST", "/v1/admin/teams"}, {"POST", "/v1/admin/tokens"},
-      {"GET", "/v1/admin/pools"}, {"POST", "/v1/admin/pools"}};
+      {"GET", "/v1/admin/teams"},
+      {"POST", "/v1/admin/teams"},
+      {"POST", "/v1/admin/tokens"},
+      {"GET", "/v1/admin/pools"},
+      {"POST", "/v1/admin/pools"}};
   for (const auto& token : {alice, worker}) {
     for (const auto& [method, path] : admin_routes) {
-      const std::string body = path == "/v1/admin/pools"   ? pool.dump()
-                               : path == "/v1/admin/teams" ? R"({"name":"sneaky"})"
+      const std::string body = path == "/v1/admin/pools" ? pool
+                               : path == "/v1/admin/teams"
+                                   ? R"({"name":"sneaky"})"
                                    : R"({"team":"iso-b","user":"mallory","role":"admin"})";
       auto r = Call(method, path, token, method == "POST" ? body : "");
       EXPECT_EQ(r.status, 403) << method << " " << path << ": " << r.raw;
       EXPECT_EQ(r.body["error"]["code"], "permission_denied") << r.raw;
     }
   }
-  EXPECT_EQ(Call("GET", "/v1/admin/pools", sched_->admin_token()).body["pools"].dump()
-                .find("sneaky"), std::string::npos);
-  EXPECT_EQ(Call("GET", "/v1/admin/teams", sched_->admin_token()).body["teams"].dump()
-                .find("sneaky"), std::string::npos);
+  EXPECT_EQ(
+      Call("GET", "/v1/admin/pools", sched_->admin_token()).body["pools"].dump().find("sneaky"),
+      std::string::npos);
+  EXPECT_EQ(
+      Call("GET", "/v1/admin/teams", sched_->admin_token()).body["teams"].dump().find("sneaky"),
+      std::string::npos);
   // c. A worker token may only call worker routes.
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/v1/jobs"}, {"POST", "/v1/jobs"}, {"GET", JobPath(id)}}) {
@@ -165,19 +171,17 @@ TEST_F(ApiE2eTest, TeamsAndRolesAreIsolated) {
 TEST_F(ApiE2eTest, MissingWrongOrMalformedCredentialsAre401) {
   const std::string valid = sched_->NewToken("auth", "ann");
   const std::vector<std::map<std::string, std::string>> cases = {
-      {},                                                  // no Authorization header
+      {},                                                         // no Authorization header
       {{"Authorization", "Bearer frg_" + std::string(43, 'x')}},  // well-formed, unknown
       {{"Authorization", "Bearer"}},
       {{"Authorization", "Bearer "}},
       {{"Authorization", "Basic xyz"}},
-      {{"Authorization", valid}},                          // the token without its scheme
+      {{"Authorization", valid}},  // the token without its scheme
       {{"Authorization", "Bearer " + valid + "x"}}};
   for (const auto& headers : cases) {
     const std::string shown = headers.empty() ? "(none)" : headers.begin()->second;
-    for (const auto& [method, path] :
-         std::vector<std::pair<std::string, std::string>>{{"GET", "/v1/jobs"},
-                                                          {"POST", "/v1/jobs"},
-                                                          {"GET", "/v1/admin/teams"}}) {
+    for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+             {"GET", "/v1/jobs"}, {"POST", "/v1/jobs"}, {"GET", "/v1/admin/teams"}}) {
       auto r = Call(method, path, "", method == "POST" ? JobBody("x").dump() : "", headers);
       EXPECT_EQ(r.status, 401) << shown << " " << method << " " << path << ": " << r.raw;
       EXPECT_EQ(r.body["error"]["code"], "unauthenticated") << r.raw;
@@ -216,8 +220,8 @@ TEST_F(ApiE2eTest, PlaintextTokensNeverReachTheDatabaseOrTheLogs) {
     }
     // c. What is stored is the token's SHA-256, exactly once.
     const std::string hash = Sha256Hex(token);
-    auto r = (*conn)->Exec("hash", "SELECT count(*) FROM api_tokens WHERE token_sha256 = $1",
-                           {hash});
+    auto r =
+        (*conn)->Exec("hash", "SELECT count(*) FROM api_tokens WHERE token_sha256 = $1", {hash});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->Int(0, 0), 1) << "no api_tokens row holds " << hash;
     EXPECT_NE(dump.find(hash), std::string::npos);
@@ -230,8 +234,8 @@ TEST_F(ApiE2eTest, LifecycleFiltersPagingAndCancel) {
   // a. Five jobs of alice (labels a, b, a, b, a) and one of bob, all pending.
   std::vector<std::int64_t> mine;
   for (int i = 0; i < 5; ++i) {
-    mine.push_back(Submit(alice, JobBody("job-" + std::to_string(i),
-                                         {{"labels", {{"exp", i % 2 ? "b" : "a"}}}})));
+    mine.push_back(Submit(
+        alice, JobBody("job-" + std::to_string(i), {{"labels", {{"exp", i % 2 ? "b" : "a"}}}})));
   }
   const auto bobs = Submit(bob, JobBody("bobs"));
   auto got = Call("GET", JobPath(mine[0]), alice);
@@ -268,8 +272,8 @@ TEST_F(ApiE2eTest, LifecycleFiltersPagingAndCancel) {
   std::string cursor;
   int pages = 0;
   do {
-    auto r = Call("GET", "/v1/jobs?user=alice&limit=2" + (cursor.empty() ? "" : "&cursor=" + cursor),
-                  alice);
+    auto r = Call(
+        "GET", "/v1/jobs?user=alice&limit=2" + (cursor.empty() ? "" : "&cursor=" + cursor), alice);
     ASSERT_EQ(r.status, 200) << r.raw;
     ASSERT_LE(r.body["jobs"].size(), 2u);
     for (auto id : Ids(r.body["jobs"])) paged.push_back(id);
@@ -308,9 +312,9 @@ TEST(ApiOutageTest, PostgresOutageIs503AndRecoversWithoutRestart) {
   EXPECT_EQ(submit.headers.count("Retry-After"), 1u);
   EXPECT_EQ(sched.Call("GET", "/readyz", "").status, 503);
   // b. The engine's cycles fail too (it logs so); the process keeps serving.
-  ASSERT_TRUE(WaitFor([&] { return sched.process().Stderr().find("cycle_failed") !=
-                                   std::string::npos; },
-                      std::chrono::seconds(30)))
+  ASSERT_TRUE(
+      WaitFor([&] { return sched.process().Stderr().find("cycle_failed") != std::string::npos; },
+              std::chrono::seconds(30)))
       << sched.process().Stderr();
   EXPECT_FALSE(sched.process().Wait(std::chrono::milliseconds(0))) << "scheduler exited";
   EXPECT_EQ(sched.Call("GET", "/healthz", "").status, 200);

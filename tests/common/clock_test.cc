@@ -53,3 +53,19 @@ TEST(ClockTest, FakeClockMovesOnlyWhenTold) {
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+TEST(ClockTest, Rfc3339RefusesDaysAndOffsetsThatDoNotExist) {
+  EXPECT_FALSE(ParseRfc3339("2099-02-31T00:00:00Z").ok());
+  EXPECT_FALSE(ParseRfc3339("2026-04-31T00:00:00Z").ok());
+  EXPECT_FALSE(ParseRfc3339("2027-02-29T00:00:00Z").ok());
+  EXPECT_TRUE(ParseRfc3339("2028-02-29T00:00:00Z").ok());  // leap year
+  EXPECT_FALSE(ParseRfc3339("2026-11-22T18:00:00+99:99").ok());
+  EXPECT_FALSE(ParseRfc3339("2026-11-22T18:00:00+01:60").ok());
+  EXPECT_TRUE(ParseRfc3339("2026-11-22T18:00:00+23:59").ok());
+}
+
+}  // namespace
+}  // namespace frugal

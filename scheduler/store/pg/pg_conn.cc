@@ -38,6 +38,10 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   std::string sqlstate = state ? state : "";
   std::string msg = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+  // Data and constraint errors reach API clients: only the primary line, which names the
+  // constraint but not the values (DETAIL and CONTEXT may quote parameters).
+  const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  if (primary && (sqlstate.rfind("22", 0) == 0 || sqlstate.rfind("23", 0) == 0)) msg = primary;
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   if (r) PQclear(r);
   if (PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 ||

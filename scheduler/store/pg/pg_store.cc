@@ -122,8 +122,13 @@ StatusOr<model::Pool> PgStore::UpsertPool(const model::Pool& p) {
   return InTransaction<model::Pool>(pool_, [&](PgConn& c) -> StatusOr<model::Pool> {
     ASSIGN_OR_RETURN(auto r, c.Exec("upsert_pool",
                                     "INSERT INTO pools (name, capacity_kind, gpu_type, gpu_mem_gb,"
-                                    " speed, price_micros_per_gpu_hour, max_gpus) VALUES ($1, $2,"
-                                    " $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
+                                    " speed, price_micros_per_gpu_hour, max_gpus, startup_delay_s,"
+                                    " idle_timeout_s, preemption_prior_per_node_hour) VALUES ($1,"
+                                    " $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO"
+                                    " UPDATE SET startup_delay_s = EXCLUDED.startup_delay_s,"
+                                    " idle_timeout_s = EXCLUDED.idle_timeout_s,"
+                                    " preemption_prior_per_node_hour ="
+                                    " EXCLUDED.preemption_prior_per_node_hour,"
                                     " capacity_kind = EXCLUDED.capacity_kind, gpu_type ="
                                     " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb, speed ="
                                     " EXCLUDED.speed, price_micros_per_gpu_hour ="
@@ -132,7 +137,10 @@ StatusOr<model::Pool> PgStore::UpsertPool(const model::Pool& p) {
                                     {p.name, model::ToString(p.kind), p.gpu_type,
                                      std::to_string(p.gpu_mem_gb), std::to_string(p.speed),
                                      std::to_string(p.price_per_gpu_hour),
-                                     std::to_string(p.max_gpus)}));
+                                     std::to_string(p.max_gpus),
+                                     std::to_string(p.startup_delay.count()),
+                                     std::to_string(p.idle_timeout.count()),
+                                     std::to_string(p.preemption_prior_per_node_hour)}));
     model::Pool out = p;
     out.id = r.Int(0, 0);
     return out;

@@ -19,7 +19,9 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
         c.Exec("snapshot_pending",
                "SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
                " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
-               FRUGAL_US("j.created_at") ", j.reason,"
+               FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s,"
+               " (SELECT c.progress FROM checkpoints c WHERE c.job_id = j.id"
+               "   ORDER BY c.step DESC LIMIT 1),"
                " (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM jobs d"
                "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')),"
                " (SELECT min(d.id) FROM jobs d WHERE d.id = ANY (j.depends_on)"
@@ -40,21 +42,57 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       j.deadline = pg::OptTime(p, i, 7);
       j.created_at = pg::FromMicros(p.Int(i, 8));
       j.reason = p.Text(i, 9);
-      j.waiting_for = json::parse(p.Text(i, 10)).get<std::vector<model::JobId>>();
-      j.failed_dependency = p.OptInt(i, 11);
+      if (auto v = p.OptInt(i, 10)) j.estimate = Seconds(*v);
+      if (auto v = p.OptInt(i, 11)) j.checkpoint_interval = Seconds(*v);
+      if (!p.IsNull(i, 12)) j.progress = p.Double(i, 12);
+      j.waiting_for = json::parse(p.Text(i, 13)).get<std::vector<model::JobId>>();
+      j.failed_dependency = p.OptInt(i, 14);
       s.pending.push_back(std::move(j));
     }
-    ASSIGN_OR_RETURN(auto r, c.Exec("snapshot_running",
-                                    "SELECT a.id, a.job_id, a.node_id, a.gpus, j.priority_rank"
-                                    " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                                    " WHERE a.ended_at IS NULL ORDER BY a.id"));
+    ASSIGN_OR_RETURN(
+        auto r,
+        c.Exec("snapshot_running",
+               "SELECT a.id, a.job_id, a.node_id, a.gpus, j.priority_rank, n.pool_id, "
+               FRUGAL_US("a.started_at") ", " FRUGAL_US("ck.created_at") ", ck.progress,"
+               " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
+               " to_json(j.gpu_types)::text, j.min_gpu_mem_gb, "
+               FRUGAL_US("j.priority_preempted_at") ","
+               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL"
+               " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
+               " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
+               "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
+               " WHERE a.ended_at IS NULL ORDER BY a.id"));
     for (int i = 0; i < r.rows(); ++i) {
-      s.running.push_back({r.Int(i, 0), r.Int(i, 1), r.Int(i, 2), static_cast<int>(r.Int(i, 3)),
-                           static_cast<int>(r.Int(i, 4))});
+      model::RunningAttempt a;
+      a.attempt_id = r.Int(i, 0);
+      a.job_id = r.Int(i, 1);
+      a.node_id = r.Int(i, 2);
+      a.gpus = static_cast<int>(r.Int(i, 3));
+      a.priority_rank = static_cast<int>(r.Int(i, 4));
+      a.pool_id = r.Int(i, 5);
+      a.started_at = pg::FromMicros(r.Int(i, 6));
+      a.last_checkpoint_at = pg::OptTime(r, i, 7);
+      if (!r.IsNull(i, 8)) a.progress = r.Double(i, 8);
+      a.tolerance = model::ParseTolerance(r.Text(i, 9)).value();
+      a.deadline = pg::OptTime(r, i, 10);
+      if (auto v = r.OptInt(i, 11)) a.estimate = Seconds(*v);
+      if (auto v = r.OptInt(i, 12)) a.checkpoint_interval = Seconds(*v);
+      a.gpu_types = json::parse(r.Text(i, 13)).get<std::vector<std::string>>();
+      if (auto v = r.OptInt(i, 14)) a.min_gpu_mem_gb = static_cast<int>(*v);
+      a.last_priority_preemption_at = pg::OptTime(r, i, 15);
+      a.stopping = r.Bool(i, 16);
+      s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
                                     "SELECT id, name, pool_id, gpus, gpu_type, gpu_mem_gb, "
-                                    FRUGAL_US("lease_expires_at") " FROM nodes"
+                                    FRUGAL_US("lease_expires_at") ","
+                                    // Idle since the last attempt here ended (or it joined).
+                                    " CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE"
+                                    "   a.node_id = nodes.id AND a.ended_at IS NULL) THEN NULL"
+                                    " ELSE " FRUGAL_US("greatest(registered_at, (SELECT"
+                                    "   max(a.ended_at) FROM attempts a WHERE a.node_id ="
+                                    "   nodes.id))") " END"
+                                    " FROM nodes"
                                     " WHERE state = 'live' AND lease_expires_at > now() ORDER BY id"));
     for (int i = 0; i < n.rows(); ++i) {
       model::Node node;
@@ -65,9 +103,21 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       node.gpu_type = n.Text(i, 4);
       node.gpu_mem_gb = static_cast<int>(n.Int(i, 5));
       node.lease_expires_at = pg::FromMicros(n.Int(i, 6));
+      node.idle_since = pg::OptTime(n, i, 7);
       s.nodes.push_back(std::move(node));
     }
     ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c));
+    // Fair share: each team's GPU-hours, halved every 7 days, over the last 8 half-lives.
+    ASSIGN_OR_RETURN(
+        auto u,
+        c.Exec("snapshot_usage",
+               "SELECT j.team_id, sum(a.gpus * extract(epoch from (coalesce(a.ended_at, now())"
+               "   - a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
+               "   coalesce(a.ended_at, now()))) / 604800.0))"
+               " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+               " WHERE a.ended_at IS NULL OR a.ended_at > now() - interval '56 days'"
+               " GROUP BY j.team_id"));
+    for (int i = 0; i < u.rows(); ++i) s.team_usage[u.Int(i, 0)] = {u.Double(i, 1), s.now};
     return s;
   });
 }
@@ -76,8 +126,16 @@ namespace pg {
 
 StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
   ASSIGN_OR_RETURN(auto pl, c.Exec("load_pools",
-                                   "SELECT id, name, capacity_kind, gpu_type, gpu_mem_gb, speed,"
-                                   " price_micros_per_gpu_hour, max_gpus FROM pools ORDER BY id"));
+                                   "SELECT p.id, p.name, p.capacity_kind, p.gpu_type, p.gpu_mem_gb,"
+                                   " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
+                                   " p.startup_delay_s, p.idle_timeout_s,"
+                                   " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
+                                   " coalesce(o.node_hours, 0) FROM pools p LEFT JOIN ("
+                                   "   SELECT pool_id, count(notice_at) AS notices,"
+                                   "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
+                                   "   registered_at) - registered_at))) / 3600.0 AS node_hours"
+                                   "   FROM nodes GROUP BY pool_id) o ON o.pool_id = p.id"
+                                   " ORDER BY p.id"));
   std::vector<model::Pool> out;
   for (int i = 0; i < pl.rows(); ++i) {
     model::Pool pool;
@@ -89,6 +147,14 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
     pool.speed = pl.Double(i, 5);
     pool.price_per_gpu_hour = pl.Int(i, 6);
     pool.max_gpus = static_cast<int>(pl.Int(i, 7));
+    pool.startup_delay = Seconds(pl.Int(i, 8));
+    pool.idle_timeout = Seconds(pl.Int(i, 9));
+    pool.preemption_prior_per_node_hour = pl.Double(i, 10);
+    if (pool.kind == model::CapacityKind::kSpot) {
+      pool.preemption_rate_per_node_hour =
+          model::LearnedPreemptionRate(pool.preemption_prior_per_node_hour, pl.Double(i, 11),
+                                       pl.Double(i, 12));
+    }
     out.push_back(std::move(pool));
   }
   return out;
@@ -132,9 +198,11 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
       ASSIGN_OR_RETURN(
           auto r,
           c.Exec("apply_assignments",
-                 "WITH a AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
+                 // Only onto nodes still live: a notice may have come since the snapshot.
+                 "WITH a AS (SELECT t.* FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
                  "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))"
-                 "   AS t(job_id, node_id, gpus, reason)),"
+                 "   AS t(job_id, node_id, gpus, reason) JOIN nodes n ON n.id = t.node_id"
+                 "   AND n.state = 'live' AND n.lease_expires_at > now()),"
                  " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
                  "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
                  "   reason = a.reason FROM a WHERE j.id = a.job_id AND j.state = 'pending'"
@@ -171,6 +239,33 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  " SELECT id, 'state_changed', 'pending', 'cancelled', reason FROM upd",
                  {IntArray(plan.cancels, [](auto& w) { return w.job_id; }),
                   Reasons(plan.cancels)})
+              .status());
+    }
+    if (!plan.stops.empty()) {
+      // The worker gets the order with its next heartbeat, signals the job to checkpoint
+      // and stop, and reports the attempt preempted; the job is pending again.
+      RETURN_IF_ERROR(
+          c.Exec("apply_stops",
+                 "WITH s AS (SELECT * FROM unnest($1::bigint[],"
+                 "   ARRAY(SELECT jsonb_array_elements_text($2::jsonb)),"
+                 "   ARRAY(SELECT jsonb_array_elements_text($3::jsonb))) AS t(attempt_id, kind,"
+                 "   reason)),"
+                 " st AS (UPDATE attempts a SET stop_reason = 'preempted', stop_kind = s.kind"
+                 "   FROM s WHERE a.id = s.attempt_id AND a.ended_at IS NULL"
+                 "   AND a.stop_reason IS NULL RETURNING a.job_id, s.kind, s.reason),"
+                 " pj AS (UPDATE jobs j SET priority_preempted_at = CASE WHEN st.kind ="
+                 "   'priority_preemption' THEN now() ELSE j.priority_preempted_at END,"
+                 "   reason = st.reason,"
+                 "   updated_at = now() FROM st WHERE j.id = st.job_id)"
+                 " INSERT INTO job_events (job_id, kind, message)"
+                 " SELECT job_id, 'stop_ordered', kind || ': ' || reason FROM st",
+                 {IntArray(plan.stops, [](auto& s) { return s.attempt_id; }),
+                  [&] {
+                    json a = json::array();
+                    for (const auto& s : plan.stops) a.push_back(model::ToString(s.kind));
+                    return a.dump();
+                  }(),
+                  Reasons(plan.stops)})
               .status());
     }
     return started;

@@ -97,12 +97,15 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
     ASSIGN_OR_RETURN(auto n, c.Exec("heartbeat_lease",
                                     "UPDATE nodes SET lease_expires_at = now() +"
                                     " make_interval(secs => $3), last_heartbeat_at = now(),"
-                                    " gpu_stats = $4::jsonb, state = CASE WHEN $5::bool THEN"
-                                    " 'draining' ELSE state END WHERE name = $1 AND lease_epoch = $2"
+                                    " gpu_stats = $4::jsonb, state = CASE WHEN $5::bool OR $6::bool THEN"
+                                    " 'draining' ELSE state END, notice_at = CASE WHEN $5::bool"
+                                    " THEN coalesce(notice_at, now()) ELSE notice_at END"
+                                    " WHERE name = $1 AND lease_epoch = $2"
                                     " AND state IN ('live', 'draining') RETURNING id",
                                     {req.node, std::to_string(req.lease_epoch),
                                      std::to_string(lease_ttl.count()), req.gpu_stats_json,
-                                     req.notice ? "true" : "false"}));
+                                     req.notice ? "true" : "false",
+                                     req.draining ? "true" : "false"}));
     if (n.rows() == 0) {
       return Conflict("node '" + req.node + "' lease epoch " + std::to_string(req.lease_epoch) +
                       " is not current; stop all jobs and register again");

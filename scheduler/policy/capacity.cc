@@ -1,0 +1,234 @@
+#include "scheduler/policy/capacity.h"
+
+#include <algorithm>
+#include <climits>
+#include <iterator>
+#include <tuple>
+
+#include "scheduler/policy/cost_model.h"
+
+namespace frugal::policy {
+
+namespace {
+constexpr long long kUncapped = LLONG_MAX / 4;
+}  // namespace
+
+Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
+  std::vector<const model::Pool*> pools;
+  for (const auto& p : s.pools) pools.push_back(&p);
+  std::sort(pools.begin(), pools.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  for (const auto* p : pools) {
+    if (entry_of_pool_.count(p->id)) continue;  // duplicate ids: the first wins
+    int account = static_cast<int>(account_cap_.size());
+    account_cap_.push_back(p->max_gpus > 0 ? p->max_gpus : kUncapped);
+    entry_of_pool_[p->id] = static_cast<int>(entries_.size());
+    entries_.push_back({*p, false, account, 0, kNoLimit});
+  }
+
+  std::vector<const model::Node*> nodes;
+  for (const auto& n : s.nodes) nodes.push_back(&n);
+  std::sort(nodes.begin(), nodes.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  std::map<std::tuple<model::PoolId, std::string, int>, int> odd_entries;
+  for (const auto* n : nodes) {
+    if (node_index_.count(n->id)) continue;
+    int e;
+    auto known = entry_of_pool_.find(n->pool_id);
+    bool matches = known != entry_of_pool_.end() &&
+                   entries_[known->second].pool.gpu_type == n->gpu_type &&
+                   entries_[known->second].pool.gpu_mem_gb == n->gpu_mem_gb;
+    if (matches) {
+      e = known->second;
+    } else {
+      auto key = std::make_tuple(n->pool_id, n->gpu_type, n->gpu_mem_gb);
+      auto it = odd_entries.find(key);
+      if (it != odd_entries.end()) {
+        e = it->second;
+      } else {
+        PoolEntry d;
+        if (known != entry_of_pool_.end()) {
+          d = entries_[known->second];  // same pool and cap, the node's own type
+        } else {
+          d.pool.id = n->pool_id;
+          d.pool.name = "pool-" + std::to_string(n->pool_id);
+          d.account = static_cast<int>(account_cap_.size());
+          account_cap_.push_back(kUncapped);
+        }
+        d.pool.gpu_type = n->gpu_type;
+        d.pool.gpu_mem_gb = n->gpu_mem_gb;
+        d.pool.elastic = false;
+        d.derived = true;
+        e = static_cast<int>(entries_.size());
+        entries_.push_back(d);
+        odd_entries[key] = e;
+      }
+    }
+    node_index_[n->id] = static_cast<int>(nodes_.size());
+    nodes_.push_back({n, e, std::max(0, n->gpus), 0, false, n->under_notice});
+  }
+
+  size_t accounts = account_cap_.size();
+  account_used_.assign(accounts, 0);
+  account_live_.assign(accounts, 0);
+  account_new_.assign(accounts, 0);
+  nodes_of_.assign(entries_.size(), {});
+  by_free_.assign(entries_.size(), {});
+  free_sum_.assign(entries_.size(), 0);
+
+  for (const auto& r : s.running) {
+    int idx = NodeIndex(r.node_id);
+    if (idx < 0) continue;  // a lost node: its attempts end without our help
+    NodeState& ns = nodes_[idx];
+    int gpus = std::max(0, r.gpus);
+    ns.free = std::max(0, ns.free - gpus);
+    ns.busy = true;
+    if (r.stopping) ns.soon_free += gpus;
+    account_used_[entries_[ns.entry].account] += gpus;
+    // When this pool is next expected to free GPUs: the wait option's horizon.
+    double eta = 0;
+    if (!r.stopping) {
+      const model::Pool& pool = entries_[ns.entry].pool;
+      Work w = WorkOf(r, config);
+      Timestamp since = r.started_at;
+      if (r.last_checkpoint_at) since = std::max(since, *r.last_checkpoint_at);
+      eta = w.ref_hours / (pool.speed > 0 ? pool.speed : 1.0) - HoursBetween(since, s.now);
+      if (eta <= 0) eta = Hours(config.overdue_eta);
+    }
+    auto& entry_eta = entries_[ns.entry].eta_hours;
+    entry_eta = std::min(entry_eta, eta);
+  }
+  for (int idx = 0; idx < static_cast<int>(nodes_.size()); ++idx) {
+    NodeState& ns = nodes_[idx];
+    PoolEntry& pe = entries_[ns.entry];
+    account_live_[pe.account] += std::max(0, ns.node->gpus);
+    nodes_of_[ns.entry].push_back(idx);
+    int free = ns.free;
+    ns.free = 0;
+    if (ns.closed) continue;  // under notice: its GPUs are about to go
+    pe.largest_node = std::max(pe.largest_node, ns.node->gpus);
+    SetFree(idx, free);
+  }
+}
+
+int Capacity::NodeIndex(model::NodeId id) const {
+  auto it = node_index_.find(id);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
+void Capacity::SetFree(int idx, int free) {
+  NodeState& ns = nodes_[idx];
+  auto& buckets = by_free_[ns.entry];
+  if (ns.free > 0) {
+    auto it = buckets.find(ns.free);
+    it->second.erase(idx);
+    if (it->second.empty()) buckets.erase(it);
+  }
+  free_sum_[ns.entry] += free - ns.free;
+  ns.free = free;
+  if (free > 0 && !ns.closed) buckets[free].insert(idx);
+}
+
+int Capacity::EntryOfPool(model::PoolId id) const {
+  auto it = entry_of_pool_.find(id);
+  return it == entry_of_pool_.end() ? -1 : it->second;
+}
+
+int Capacity::Headroom(int e) const {
+  int a = entries_[e].account;
+  return static_cast<int>(std::clamp(account_cap_[a] - account_used_[a], 0LL,
+                                     static_cast<long long>(INT_MAX)));
+}
+
+int Capacity::FreeGpus(int e) const { return std::min(free_sum_[e], Headroom(e)); }
+
+int Capacity::Usable(int e, int gpus, bool multi_node) const {
+  if (gpus <= 0) return 0;
+  int head = Headroom(e) / gpus * gpus;
+  if (gpus > entries_[e].largest_node) {
+    return multi_node ? std::min(free_sum_[e] / gpus * gpus, head) : 0;
+  }
+  long long usable = 0;
+  for (auto it = by_free_[e].lower_bound(gpus); it != by_free_[e].end(); ++it) {
+    usable += static_cast<long long>(it->second.size()) * (it->first / gpus) * gpus;
+  }
+  return static_cast<int>(std::min<long long>(usable, head));
+}
+
+int Capacity::NewCapacity(int e) const {
+  const PoolEntry& pe = entries_[e];
+  if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus <= 0) return 0;
+  long long room = pe.pool.max_gpus - account_live_[pe.account] - account_new_[pe.account];
+  return static_cast<int>(std::clamp(room, 0LL, static_cast<long long>(INT_MAX)));
+}
+
+void Capacity::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
+
+std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node) {
+  std::vector<Slice> out;
+  if (gpus <= 0 || Headroom(e) < gpus || free_sum_[e] < gpus) return out;
+  auto& buckets = by_free_[e];
+  if (gpus <= entries_[e].largest_node) {
+    auto it = buckets.lower_bound(gpus);
+    if (it == buckets.end()) return out;
+    int idx = *it->second.begin();
+    SetFree(idx, nodes_[idx].free - gpus);
+    nodes_[idx].busy = true;
+    out.push_back({nodes_[idx].node->id, gpus});
+  } else {
+    if (!multi_node) return out;
+    // Fewest nodes: the emptiest whole nodes first, then the best fit for the remainder.
+    // Cannot fail half way: the entry has at least `gpus` free in total (checked above).
+    int need = gpus;
+    while (need > 0) {
+      auto fit = buckets.lower_bound(need);
+      auto it = fit != buckets.end() ? fit : std::prev(buckets.end());
+      int idx = *it->second.begin();
+      int take = std::min(need, it->first);
+      SetFree(idx, nodes_[idx].free - take);
+      nodes_[idx].busy = true;
+      out.push_back({nodes_[idx].node->id, take});
+      need -= take;
+    }
+  }
+  account_used_[entries_[e].account] += gpus;
+  return out;
+}
+
+void Capacity::Close(model::NodeId node) {
+  int idx = NodeIndex(node);
+  if (idx < 0) return;
+  SetFree(idx, 0);
+  nodes_[idx].closed = true;
+  nodes_[idx].busy = true;
+}
+
+bool Capacity::NodeClosed(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx < 0 || nodes_[idx].closed;
+}
+
+const model::Node* Capacity::NodeById(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx < 0 ? nullptr : nodes_[idx].node;
+}
+
+int Capacity::EntryOfNode(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx < 0 ? -1 : nodes_[idx].entry;
+}
+
+int Capacity::NodeFree(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx < 0 ? 0 : nodes_[idx].free;
+}
+
+int Capacity::NodeSoonFree(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx < 0 ? 0 : nodes_[idx].soon_free;
+}
+
+bool Capacity::NodeBusy(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx >= 0 && nodes_[idx].busy;
+}
+
+}  // namespace frugal::policy

@@ -1,0 +1,91 @@
+// Free capacity during one Decide: live nodes bucketed by free GPUs per pool, so that
+// best-fit placement (keep whole nodes free for big gangs) is O(log n) per job even with
+// 10k nodes. Not thread-safe; one instance per Decide call.
+#pragma once
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "scheduler/model/snapshot.h"
+#include "scheduler/policy/policy_config.h"
+
+namespace frugal::policy {
+
+// A placement target. Usually one per pool; a node whose GPU type or memory differs from
+// its pool's, or whose pool is missing from the snapshot, gets an entry of its own
+// (derived from the pool, or an uncapped on-demand pool at price 0) so it is never
+// mistaken for capacity of another type.
+struct PoolEntry {
+  model::Pool pool;
+  bool derived = false;     // synthesised: never asked to grow
+  int account = 0;          // entries of one pool id share the pool's max_gpus
+  int largest_node = 0;     // GPUs of its biggest live node
+  double eta_hours = 1e18;  // expected time until some running work here ends
+};
+
+class Capacity {
+ public:
+  Capacity(const model::Snapshot& snapshot, const PolicyConfig& config);
+
+  struct Slice {
+    model::NodeId node = 0;
+    int gpus = 0;
+  };
+
+  int size() const { return static_cast<int>(entries_.size()); }
+  const PoolEntry& entry(int i) const { return entries_[i]; }
+  // Entry of a pool id as listed in the snapshot, or -1.
+  int EntryOfPool(model::PoolId id) const;
+
+  // Free GPUs on the entry's live nodes (not under notice), capped by max_gpus.
+  int FreeGpus(int e) const;
+  // GPUs gangs of `gpus` can use: whole gangs per node, or pooled across nodes when the gang
+  // is bigger than any node and multi-node gangs are allowed.
+  int Usable(int e, int gpus, bool multi_node) const;
+  // GPUs the provider may still add (elastic pools below max_gpus), in-flight requests included.
+  int NewCapacity(int e) const;
+  void UseNew(int e, int gpus);  // `gpus` of NewCapacity promised to jobs this cycle
+
+  // Places a gang: best fit on one node (the fullest that still fits, lowest id), or across
+  // nodes of this entry when bigger than any node. All or nothing: empty if it does not fit.
+  std::vector<Slice> Take(int e, int gpus, bool multi_node);
+  // Nothing more lands on this node this cycle (its GPUs are kept for a preemptor).
+  void Close(model::NodeId node);
+
+  // Node facts. `node` must be a live node of the snapshot (else 0 / -1 / nullptr).
+  const model::Node* NodeById(model::NodeId node) const;
+  int EntryOfNode(model::NodeId node) const;
+  int NodeFree(model::NodeId node) const;
+  int NodeSoonFree(model::NodeId node) const;  // GPUs of attempts already told to stop
+  bool NodeBusy(model::NodeId node) const;     // any attempt running, stopping or assigned
+  bool NodeClosed(model::NodeId node) const;   // under notice or kept for a preemptor
+  const std::vector<int>& NodesOf(int e) const { return nodes_of_[e]; }  // node indexes
+  const model::Node& NodeAt(int idx) const { return *nodes_[idx].node; }
+
+ private:
+  struct NodeState {
+    const model::Node* node = nullptr;
+    int entry = 0;
+    int free = 0;
+    int soon_free = 0;
+    bool busy = false;
+    bool closed = false;
+  };
+  void SetFree(int idx, int free);
+  int Headroom(int e) const;
+  int NodeIndex(model::NodeId id) const;
+
+  std::vector<PoolEntry> entries_;
+  std::map<model::PoolId, int> entry_of_pool_;
+  std::vector<NodeState> nodes_;  // ordered by node id
+  std::unordered_map<model::NodeId, int> node_index_;
+  std::vector<std::vector<int>> nodes_of_;                   // per entry
+  std::vector<std::map<int, std::set<int>>> by_free_;        // per entry: free -> node indexes
+  std::vector<int> free_sum_;                                // per entry
+  // Per account (pool id): max_gpus, GPUs in use or assigned, live GPUs, growth promised.
+  std::vector<long long> account_cap_, account_used_, account_live_, account_new_;
+};
+
+}  // namespace frugal::policy

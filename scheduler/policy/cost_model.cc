@@ -1,0 +1,140 @@
+#include "scheduler/policy/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace frugal::policy {
+
+double Hours(Seconds s) { return static_cast<double>(s.count()) / 3600.0; }
+
+double HoursBetween(Timestamp from, Timestamp to) {
+  return std::chrono::duration<double>(to - from).count() / 3600.0;
+}
+
+namespace {
+
+Work BaseWork(int gpus, std::optional<Seconds> estimate, double progress,
+              model::Tolerance tolerance, std::optional<Seconds> interval,
+              const PolicyConfig& config) {
+  Work w;
+  w.gpus = std::max(1, gpus);
+  w.estimated = estimate.has_value() && estimate->count() > 0;
+  double total = Hours(w.estimated ? *estimate : config.default_estimate);
+  // Bad data (progress outside 0..1) must not produce negative or inflated work.
+  double done = std::clamp(std::isfinite(progress) ? progress : 0.0, 0.0, 1.0);
+  w.ref_hours = total * (1.0 - done);
+  w.tolerance = tolerance;
+  if (tolerance == model::Tolerance::kCheckpointed) {
+    bool given = interval.has_value() && interval->count() > 0;
+    w.checkpoint_hours = Hours(given ? *interval : config.default_checkpoint_interval);
+  }
+  w.restore_hours = Hours(config.restore_time);
+  w.resumes = done > 0 && tolerance == model::Tolerance::kCheckpointed;
+  return w;
+}
+
+}  // namespace
+
+Work WorkOf(const model::PendingJob& job, const PolicyConfig& config) {
+  return BaseWork(job.gpus, job.estimate, job.progress, job.tolerance, job.checkpoint_interval,
+                  config);
+}
+
+Work WorkOf(const model::RunningAttempt& a, const PolicyConfig& config) {
+  return BaseWork(a.gpus, a.estimate, a.progress, a.tolerance, a.checkpoint_interval, config);
+}
+
+int NodesSpanned(int gpus, int node_gpus) {
+  if (node_gpus <= 0 || gpus <= node_gpus) return 1;
+  return (gpus + node_gpus - 1) / node_gpus;
+}
+
+Estimate EstimateOn(const Work& work, const model::Pool& pool, int nodes, bool new_node) {
+  Estimate e;
+  double speed = pool.speed > 0 ? pool.speed : 1.0;
+  e.run_hours = work.ref_hours / speed + (work.resumes ? work.restore_hours : 0.0);
+  if (pool.kind == model::CapacityKind::kSpot) {
+    double rate = std::max(0.0, pool.preemption_rate_per_node_hour) * std::max(1, nodes);
+    double per_reclaim, worst;
+    if (work.tolerance == model::Tolerance::kCheckpointed) {
+      // Reclaims land uniformly between checkpoints: half an interval lost on average.
+      double interval = std::min(work.checkpoint_hours, e.run_hours);
+      per_reclaim = interval / 2 + work.restore_hours;
+      worst = interval + work.restore_hours;
+    } else {
+      per_reclaim = e.run_hours / 2;  // a restart loses everything done so far
+      worst = e.run_hours;
+    }
+    e.rework_hours = rate * e.run_hours * per_reclaim;
+    e.loss_hours = worst;
+    e.wall_hours = e.run_hours + e.rework_hours;
+    e.preemptions = rate * e.wall_hours;
+  } else {
+    e.wall_hours = e.run_hours;
+  }
+  e.startup_hours = new_node ? Hours(pool.startup_delay) : 0.0;
+  double micros = static_cast<double>(pool.price_per_gpu_hour) * work.gpus * e.wall_hours;
+  e.cost = static_cast<Micros>(std::llround(std::min(micros, 9e18)));
+  return e;
+}
+
+double DecisionRate(const Work& work, const model::Pool& pool, const Estimate& e,
+                    const PolicyConfig& config) {
+  double price = static_cast<double>(std::max<Micros>(0, pool.price_per_gpu_hour));
+  // Per reference hour: a pool twice as fast at the same price costs half per unit of work.
+  double rate = work.ref_hours > 0 ? price * e.wall_hours / work.ref_hours
+                                   : price / (pool.speed > 0 ? pool.speed : 1.0);
+  if (pool.kind == model::CapacityKind::kReserved) rate *= config.reserved_cost_weight;
+  return rate;
+}
+
+bool PoolFits(const std::vector<std::string>& gpu_types, std::optional<int> min_gpu_mem_gb,
+              const model::Pool& pool) {
+  if (!gpu_types.empty() &&
+      std::find(gpu_types.begin(), gpu_types.end(), pool.gpu_type) == gpu_types.end())
+    return false;
+  return !min_gpu_mem_gb || pool.gpu_mem_gb >= *min_gpu_mem_gb;
+}
+
+bool IsSafe(model::CapacityKind kind) { return kind != model::CapacityKind::kSpot; }
+
+bool MayRunOn(model::Tolerance tolerance, model::CapacityKind kind) {
+  return IsSafe(kind) || tolerance != model::Tolerance::kNone;
+}
+
+double SafeHours(const Work& work, const model::Pool& pool) {
+  Estimate e = EstimateOn(work, pool, 1, pool.kind != model::CapacityKind::kReserved);
+  return e.startup_hours + e.run_hours;
+}
+
+DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, double safe_hours,
+                          const PolicyConfig& config) {
+  DeadlineView v;
+  v.safe_hours = safe_hours;
+  if (!deadline) {
+    v.left_hours = v.slack_hours = kNoLimit;
+    return v;
+  }
+  v.has_deadline = true;
+  v.left_hours = HoursBetween(now, *deadline);
+  v.margin_hours = std::max(Hours(config.deadline_margin),
+                            config.deadline_margin_fraction * std::min(safe_hours, kNoLimit));
+  v.slack_hours = v.left_hours - safe_hours - v.margin_hours;
+  return v;
+}
+
+double SpotRiskHours(const Estimate& spot, const DeadlineView& view) {
+  double slower = std::max(0.0, spot.startup_hours + spot.wall_hours - view.safe_hours);
+  return slower + spot.loss_hours;
+}
+
+bool SpotCovered(const Estimate& spot, const DeadlineView& view) {
+  return !view.has_deadline || view.slack_hours >= SpotRiskHours(spot, view);
+}
+
+bool SafeMeets(const Estimate& safe, const DeadlineView& view) {
+  return !view.has_deadline ||
+         safe.startup_hours + safe.wall_hours <= view.left_hours - view.margin_hours;
+}
+
+}  // namespace frugal::policy

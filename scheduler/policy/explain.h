@@ -1,0 +1,68 @@
+// The human-readable side of placement/cost: every reason it writes, with the numbers
+// behind the decision. Money as dollars to the cent, durations rounded coarsely (minutes
+// below 10h, hours below 10 days) so a waiting job's reason does not change every cycle.
+#pragma once
+
+#include <string>
+
+#include "common/money.h"
+#include "scheduler/model/snapshot.h"
+#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/class_placement.h"
+#include "scheduler/policy/job_options.h"
+#include "scheduler/policy/preemption.h"
+#include "scheduler/policy/priority.h"
+
+namespace frugal::policy {
+
+std::string Dollars(Micros m);         // "$24.00"
+std::string RoughHours(double hours);  // "45m", "2h5m", "31h", "12d"
+std::string KindName(model::CapacityKind kind);  // "reserved", "on-demand", "spot"
+
+// Reasons for the jobs of one Decide.
+class Explainer {
+ public:
+  Explainer(const model::Snapshot& snapshot, const Capacity& capacity, const JobOptions& options,
+            const PolicyConfig& config);
+
+  std::string Placed(int j, const JobResult& r) const;
+  std::string NewNode(int j, const JobResult& r) const;
+  std::string WaitCheaper(int j, const JobResult& r) const;
+  std::string NoCapacity(int j) const;
+  std::string NoOption(int j) const;
+  std::string Stopping(int j, const Preemptor::Room& room) const;
+  std::string Preempting(int j, const Preemptor::Room& room) const;
+
+ private:
+  std::string PoolLabel(int option) const;  // "spot a100-spot"
+  // Marginal cost: reserved capacity is already paid for.
+  Micros Marginal(int option, const Estimate& e) const;
+  // The cheapest allowed on-demand option, for comparison (-1: none).
+  int OnDemandOption(int j) const;
+  // Why cheaper capacity was not used, e.g. "slack 1h does not cover the spot risk of 2h".
+  std::string WhyNotCheaper(int j, int chosen) const;
+  std::string DeadlineNote(int j, int option, const Estimate& e) const;
+
+  const model::Snapshot& snapshot_;
+  const Capacity& capacity_;
+  const JobOptions& options_;
+  const PolicyConfig& config_;
+};
+
+// The stop reason of a priority-preemption victim.
+std::string VictimReason(const model::PendingJob& preemptor, int gpus, const model::Node& node,
+                         const VictimCost& cost, const PolicyConfig& config);
+
+}  // namespace frugal::policy
+
+namespace frugal::policy {
+
+// The stop reason of a checkpointed spot job moved to safe capacity before its deadline.
+std::string MigrationReason(const model::Pool& spot, double slack_hours, double loss_hours,
+                            const model::Pool& safe);
+// A node request for the jobs that are cheapest on capacity the pool can add.
+std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus,
+                          const model::Pool& pool);
+std::string ReleaseReason(double idle_hours, const model::Pool& pool);
+
+}  // namespace frugal::policy

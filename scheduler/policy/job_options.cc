@@ -1,0 +1,107 @@
+#include "scheduler/policy/job_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace frugal::policy {
+
+namespace {
+
+// The type/memory fit of each entry, computed once per distinct request.
+std::string FitKey(const model::PendingJob& j) {
+  std::string k = std::to_string(j.min_gpu_mem_gb.value_or(-1));
+  for (const auto& t : j.gpu_types) k += "|" + t;
+  return k;
+}
+
+}  // namespace
+
+JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config)
+    : capacity_(cap), config_(config), options_(2 * cap.size()) {
+  std::vector<const model::PendingJob*> ready;
+  int largest = 1;
+  for (const auto& j : s.pending) {
+    if (j.failed_dependency || !j.waiting_for.empty()) continue;
+    ready.push_back(&j);
+    largest = std::max(largest, j.gpus);
+  }
+  FairShare fair(s, config);
+  std::map<std::string, std::vector<char>> fits_cache;
+  views_.resize(ready.size());
+  rates_.assign(ready.size() * options_, -1.0f);
+  const int entries = cap.size();
+
+  for (size_t j = 0; j < ready.size(); ++j) {
+    const model::PendingJob& job = *ready[j];
+    JobView& v = views_[j];
+    v.job = &job;
+    v.work = WorkOf(job, config);
+    auto [it, fresh] = fits_cache.try_emplace(FitKey(job));
+    std::vector<char>& fits = it->second;
+    if (fresh) {
+      fits.resize(entries);
+      for (int e = 0; e < entries; ++e)
+        fits[e] = PoolFits(job.gpu_types, job.min_gpu_mem_gb, cap.entry(e).pool);
+    }
+    // Which entries can ever host this gang, now or after growing.
+    double safe_hours = kNoLimit;
+    for (int e = 0; e < entries; ++e) {
+      if (!fits[e]) continue;
+      v.any_type_fits = true;
+      const PoolEntry& pe = cap.entry(e);
+      bool hosts = (pe.largest_node >= job.gpus || (config.multi_node_gangs && pe.largest_node > 0)) ||
+                   cap.NewCapacity(e) > 0;
+      if (hosts && IsSafe(pe.pool.kind)) safe_hours = std::min(safe_hours, SafeHours(v.work, pe.pool));
+    }
+    v.deadline = ViewDeadline(job.deadline, s.now, safe_hours, config);
+    v.late = !v.deadline.Feasible();
+    v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
+    v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
+
+    float* row = &rates_[j * options_];
+    for (int o = 0; o < options_; ++o) {
+      int e = OptionEntry(o);
+      const PoolEntry& pe = cap.entry(e);
+      if (!fits[e] || !MayRunOn(job.tolerance, pe.pool.kind)) continue;
+      bool fresh_node = OptionIsNew(o);
+      if (fresh_node) {
+        if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
+        if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.multi_node_gangs)
+          continue;
+      } else if (pe.largest_node <= 0 ||
+                 (job.gpus > pe.largest_node && !config.multi_node_gangs)) {
+        continue;
+      }
+      Estimate est = EstimateOn(v.work, pe.pool, Nodes(static_cast<int>(j), o), fresh_node);
+      double rate;
+      if (v.late) {
+        // Missing the deadline anyway: safe capacity only, the earliest finish first.
+        if (!IsSafe(pe.pool.kind)) continue;
+        rate = std::min(kMaxRate, (est.startup_hours + est.wall_hours) * kLateRatePerHour);
+      } else {
+        bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline)
+                                       : SpotCovered(est, v.deadline);
+        if (!ok) continue;
+        rate = DecisionRate(v.work, pe.pool, est, config);
+        if (fresh_node) rate = rate * kNewNodeFactor + 1;
+        rate = std::min(rate, kMaxRate);
+      }
+      row[o] = static_cast<float>(rate);
+    }
+  }
+}
+
+int JobOptions::Nodes(int j, int o) const {
+  const PoolEntry& pe = capacity_.entry(OptionEntry(o));
+  int gpus = views_[j].work.gpus;
+  return OptionIsNew(o) ? NodesSpanned(gpus, pe.pool.node_gpus)
+                        : NodesSpanned(gpus, pe.largest_node);
+}
+
+Estimate JobOptions::EstimateFor(int j, int o) const {
+  return EstimateOn(views_[j].work, capacity_.entry(OptionEntry(o)).pool, Nodes(j, o),
+                    OptionIsNew(o));
+}
+
+}  // namespace frugal::policy

@@ -1,0 +1,59 @@
+// Where each ready job may run and at what marginal cost: one row per job of options
+// (entry x {on a live node now, on a node the provider adds}), with the deadline guard and
+// the tolerance rule already applied, plus its priority. Computed once per Decide.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "scheduler/model/snapshot.h"
+#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/priority.h"
+
+namespace frugal::policy {
+
+// An option is an index o in [0, 2 x entries): entry o / 2, on a new node when o is odd.
+inline int OptionEntry(int o) { return o / 2; }
+inline bool OptionIsNew(int o) { return (o & 1) != 0; }
+
+struct JobView {
+  const model::PendingJob* job = nullptr;
+  Work work;
+  DeadlineView deadline;
+  PriorityFactors priority;
+  int tier = 0;              // priority score in 8 steps (0 lowest): the unplaced penalty
+  bool any_type_fits = false;  // some entry has the GPU type and memory asked for
+  bool late = false;         // the deadline cannot be met anywhere: earliest finish wins
+};
+
+// Option rates of every job, flat: rate(j, o) < 0 means "not allowed".
+class JobOptions {
+ public:
+  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity,
+             const PolicyConfig& config);
+
+  int jobs() const { return static_cast<int>(views_.size()); }
+  int options() const { return options_; }
+  const JobView& view(int j) const { return views_[j]; }
+  float rate(int j, int o) const { return rates_[static_cast<size_t>(j) * options_ + o]; }
+  // The estimate behind rate(j, o) (recomputed: only reasons need it).
+  Estimate EstimateFor(int j, int o) const;
+  // Nodes a gang of this job spans for option o.
+  int Nodes(int j, int o) const;
+
+ private:
+  const Capacity& capacity_;
+  const PolicyConfig& config_;
+  int options_ = 0;
+  std::vector<JobView> views_;
+  std::vector<float> rates_;
+};
+
+// Extra cost per unit on a node that does not exist yet: existing capacity wins ties.
+constexpr double kNewNodeFactor = 1.01;
+// Rate of a job that will be late anyway, per hour until it finishes: earliest wins.
+constexpr double kLateRatePerHour = 1e9;
+constexpr double kMaxRate = 5e12;
+
+}  // namespace frugal::policy

@@ -1,0 +1,55 @@
+// Knobs of placement/cost, with the defaults MakePolicy(name) uses. Plain values: the
+// engine may fill them from the scheduler config; the policy never reads anything else.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "scheduler/model/job.h"
+
+namespace frugal::policy {
+
+using namespace std::chrono_literals;
+
+// Weights of the within-class priority factors (each factor is in [0, 1]; the score is
+// their weighted mean, so only the ratios matter).
+struct FactorWeights {
+  double age = 1.0;         // time waited, saturating at PolicyConfig::age_saturation
+  double fair_share = 1.0;  // teams that used less than their share go first
+  double urgency = 2.0;     // little slack before the deadline
+  double size = 0.5;        // bigger gangs go first, so they are not starved by small jobs
+};
+
+struct PolicyConfig {
+  // Class names by rank (0 = highest); PendingJob::priority_rank indexes this list.
+  std::vector<std::string> priority_classes = model::DefaultPriorityClasses();
+  // A running job is not preempted by priority before it has run this long.
+  Seconds min_run_time = 10min;
+  FactorWeights weights;
+  Seconds fair_share_half_life = 7 * 24h;  // usage this old counts half
+  Seconds age_saturation = 24h;            // the age factor reaches 1 after this wait
+  Seconds urgency_horizon = 24h;           // urgency starts rising when slack drops below this
+  // Time to restore a job from its checkpoint (paid again after every preemption).
+  Seconds restore_time = 5min;
+  Seconds default_estimate = 1h;             // for jobs submitted without --estimate
+  Seconds default_checkpoint_interval = 1h;  // for checkpointed jobs without an interval
+  // Deadline guard: keep this much (or this fraction of the safe run time, if larger) in hand.
+  Seconds deadline_margin = 10min;
+  double deadline_margin_fraction = 0.1;
+  // The wait option: with this much slack beyond the risk, waiting for cheaper capacity
+  // costs no more than that capacity; the cost of waiting rises to "pay now" as slack runs out.
+  Seconds wait_horizon = 6h;
+  // Jobs without a deadline wait for cheaper capacity at most this long after submission.
+  Seconds max_wait_without_deadline = 1h;
+  // Assumed time until an overdue running job (past its estimate) ends.
+  Seconds overdue_eta = 10min;
+  int max_preemptions_per_cycle = 16;  // stops for priority per cycle: bounds churn
+  bool multi_node_gangs = true;  // a gang larger than any node of a pool may span its nodes
+  // Reserved capacity is already paid for: its marginal cost is its price times this
+  // (not 0, so that among reserved pools the cheaper-per-work one still wins).
+  double reserved_cost_weight = 0.001;
+};
+
+}  // namespace frugal::policy

@@ -1,0 +1,142 @@
+#include "scheduler/policy/preemption.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "scheduler/policy/explain.h"
+
+namespace frugal::policy {
+
+Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capacity& cap)
+    : snapshot_(s), config_(config), capacity_(cap), budget_(config.max_preemptions_per_cycle) {
+  std::map<model::JobId, int> by_job;
+  for (int i = 0; i < static_cast<int>(s.running.size()); ++i) {
+    const auto& r = s.running[i];
+    auto [it, fresh] = by_job.try_emplace(r.job_id, static_cast<int>(victims_.size()));
+    if (fresh) victims_.push_back({r.job_id, r.priority_rank, {}, {}, true, false});
+    Victim& v = victims_[it->second];
+    v.attempts.push_back(i);
+    v.rank = std::min(v.rank, r.priority_rank);
+    // A gang is preemptable only as a whole, and only if every part of it is.
+    if (WhyNotPreemptable(r, s.now, config)) v.eligible = false;
+    VictimCost c = CostToPreempt(r, s.now, config);
+    v.cost.lost_gpu_hours += c.lost_gpu_hours;
+    v.cost.restart_gpu_hours += c.restart_gpu_hours;
+  }
+  victim_nodes_.assign(cap.size(), {});
+  stopping_nodes_.assign(cap.size(), {});
+  std::set<model::NodeId> stopping_seen;
+  for (int vi = 0; vi < static_cast<int>(victims_.size()); ++vi) {
+    for (int ai : victims_[vi].attempts) {
+      const auto& r = s.running[ai];
+      int e = cap.EntryOfNode(r.node_id);
+      if (e < 0) continue;
+      if (r.stopping && stopping_seen.insert(r.node_id).second)
+        stopping_nodes_[e].push_back(r.node_id);
+      if (!victims_[vi].eligible) continue;
+      auto& list = on_node_[r.node_id];
+      if (list.empty()) victim_nodes_[e].push_back(r.node_id);
+      list.push_back({vi, r.gpus});
+    }
+  }
+  for (auto& [node, list] : on_node_) {
+    std::sort(list.begin(), list.end(), [&](const OnNode& a, const OnNode& b) {
+      const Victim &va = victims_[a.victim], &vb = victims_[b.victim];
+      return std::make_tuple(va.cost.Total(), -va.rank, va.job_id) <
+             std::make_tuple(vb.cost.Total(), -vb.rank, vb.job_id);
+    });
+  }
+  for (auto& list : victim_nodes_) std::sort(list.begin(), list.end());
+  for (auto& list : stopping_nodes_) std::sort(list.begin(), list.end());
+}
+
+bool Preemptor::TryStopping(const JobOptions& opts, int j, const std::vector<int>& entries,
+                            Room& room) {
+  int gpus = opts.view(j).work.gpus;
+  for (int e : entries) {
+    for (model::NodeId node : stopping_nodes_[e]) {
+      if (capacity_.NodeClosed(node)) continue;
+      const model::Node* n = capacity_.NodeById(node);
+      if (n->gpus < gpus || capacity_.NodeFree(node) + capacity_.NodeSoonFree(node) < gpus)
+        continue;
+      room.kind = Room::kStopping;
+      room.node = node;
+      for (const auto& r : snapshot_.running)
+        if (r.node_id == node && r.stopping) room.stopping.push_back(r.attempt_id);
+      capacity_.Close(node);
+      return true;
+    }
+  }
+  return false;
+}
+
+Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
+  Room room;
+  const JobView& view = opts.view(j);
+  int gpus = view.work.gpus;
+  int rank = view.job->priority_rank;
+  std::vector<int> entries;
+  for (int e = 0; e < capacity_.size(); ++e) {
+    if (opts.rate(j, 2 * e) >= 0 && gpus <= capacity_.entry(e).largest_node) entries.push_back(e);
+  }
+  if (entries.empty() || TryStopping(opts, j, entries, room)) return room;
+  if (budget_ <= 0) return room;
+  std::vector<int> shape = {rank, gpus};
+  shape.insert(shape.end(), entries.begin(), entries.end());
+  if (failed_.count(shape)) return room;
+
+  // The node where making room throws away the least: (lost + restore GPU-hours, victims, id).
+  struct Best {
+    double cost = 0;
+    int count = 0;
+    model::NodeId node = 0;
+    std::vector<int> picked;
+  } best;
+  bool found = false;
+  std::vector<int> picked;
+  for (int e : entries) {
+    for (model::NodeId node : victim_nodes_[e]) {
+      if (capacity_.NodeClosed(node) || capacity_.NodeById(node)->gpus < gpus) continue;
+      int need = gpus - capacity_.NodeFree(node) - capacity_.NodeSoonFree(node);
+      if (need <= 0) continue;
+      double cost = 0;
+      picked.clear();
+      for (const OnNode& on : on_node_[node]) {
+        const Victim& v = victims_[on.victim];
+        if (v.used || v.rank <= rank) continue;
+        picked.push_back(on.victim);
+        cost += v.cost.Total();
+        need -= on.gpus;
+        if (need <= 0) break;
+      }
+      if (need > 0 || static_cast<int>(picked.size()) > budget_) continue;
+      auto better = std::make_tuple(cost, static_cast<int>(picked.size()), node) <
+                    std::make_tuple(best.cost, best.count, best.node);
+      if (!found || better) {
+        best = {cost, static_cast<int>(picked.size()), node, picked};
+        found = true;
+      }
+    }
+  }
+  if (!found) {
+    failed_.insert(shape);
+    return room;
+  }
+  room.kind = Room::kPreempting;
+  room.node = best.node;
+  const model::Node& node = *capacity_.NodeById(best.node);
+  for (int vi : best.picked) {
+    Victim& v = victims_[vi];
+    v.used = true;
+    --budget_;
+    for (int ai : v.attempts) {
+      const auto& r = snapshot_.running[ai];
+      room.stops.push_back({r.attempt_id, r.job_id, model::StopKind::kPriorityPreemption,
+                            VictimReason(*view.job, gpus, node, v.cost, config_)});
+    }
+  }
+  capacity_.Close(best.node);
+  return room;
+}
+
+}  // namespace frugal::policy

@@ -1,0 +1,62 @@
+// Priority preemption for placement/cost: when a job of class k has no room anywhere it
+// may run, stop running jobs of lower classes (rank > k) on one node to make room. Victims
+// are the ones that lose the least work since their latest checkpoint and are cheapest to
+// restart; jobs that ran less than min_run_time, tolerance none, and jobs already preempted
+// by priority without a checkpoint since are spared (no storms). At most
+// max_preemptions_per_cycle victims per Decide. Single-node gangs only.
+#pragma once
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "scheduler/model/snapshot.h"
+#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/job_options.h"
+
+namespace frugal::policy {
+
+class Preemptor {
+ public:
+  // Indexes the running attempts once; `capacity` is shared with placement.
+  Preemptor(const model::Snapshot& snapshot, const PolicyConfig& config, Capacity& capacity);
+
+  struct Room {
+    enum Kind { kNone, kStopping, kPreempting } kind = kNone;
+    model::NodeId node = 0;
+    std::vector<model::Stop> stops;          // kPreempting: one per victim attempt
+    std::vector<model::AttemptId> stopping;  // kStopping: attempts already on their way out
+  };
+
+  // Finds room for job `j` on one node where it has an option now. Either GPUs that
+  // attempts already told to stop will free (kStopping), or new victims (kPreempting). The
+  // node is then closed to everything else this cycle, so the room stays kept.
+  Room MakeRoom(const JobOptions& options, int j);
+
+ private:
+  struct Victim {
+    model::JobId job_id = 0;
+    int rank = 0;
+    std::vector<int> attempts;  // indexes into snapshot.running
+    VictimCost cost;
+    bool eligible = true;
+    bool used = false;
+  };
+  struct OnNode {
+    int victim = 0;
+    int gpus = 0;
+  };
+  bool TryStopping(const JobOptions& options, int j, const std::vector<int>& entries, Room& room);
+
+  const model::Snapshot& snapshot_;
+  const PolicyConfig& config_;
+  Capacity& capacity_;
+  std::vector<Victim> victims_;
+  std::map<model::NodeId, std::vector<OnNode>> on_node_;  // cheapest victim first
+  std::vector<std::vector<model::NodeId>> victim_nodes_;  // per entry
+  std::vector<std::vector<model::NodeId>> stopping_nodes_;  // per entry
+  std::set<std::vector<int>> failed_;  // (rank, gpus, entries...) that found no room
+  int budget_ = 0;
+};
+
+}  // namespace frugal::policy

@@ -1,0 +1,101 @@
+#include "scheduler/policy/capacity.h"
+
+#include <gtest/gtest.h>
+
+#include "policy_test_util.h"
+
+namespace frugal::policy {
+namespace {
+
+using namespace testing;
+using model::CapacityKind;
+
+TEST(CapacityTest, BestFitTakesTheFullestNodeThatStillFits) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
+  s.running = {MakeRunning(10, 10, 2, 5), MakeRunning(11, 11, 3, 6)};  // free: 8, 3, 2
+  Capacity cap(s, PolicyConfig{});
+  EXPECT_EQ(cap.FreeGpus(0), 13);
+  EXPECT_EQ(cap.Usable(0, 2, true), 8 + 2 + 2);  // 4 pairs on node 1, one each on 2 and 3
+  auto a = cap.Take(0, 2, true);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].node, 3);  // 2 free: an exact fit
+  auto b = cap.Take(0, 3, true);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].node, 2);
+  EXPECT_TRUE(cap.Take(0, 9, false).empty());
+  EXPECT_EQ(cap.FreeGpus(0), 8);
+}
+
+TEST(CapacityTest, BigGangsSpanTheFewestNodesOfOnePool) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
+  s.running = {MakeRunning(10, 10, 1, 4)};  // free: 4, 8, 8
+  Capacity cap(s, PolicyConfig{});
+  auto parts = cap.Take(0, 12, true);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node, 2);  // a whole node first,
+  EXPECT_EQ(parts[0].gpus, 8);
+  EXPECT_EQ(parts[1].node, 1);  // then the best fit for the last 4
+  EXPECT_EQ(parts[1].gpus, 4);
+  EXPECT_TRUE(cap.Take(0, 12, true).empty());  // 8 left: all or nothing
+  EXPECT_EQ(cap.FreeGpus(0), 8);
+}
+
+TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 10)};
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8, "l4", 24), MakeNode(3, 7, 4)};
+  s.running = {MakeRunning(10, 10, 1, 6)};
+  Capacity cap(s, PolicyConfig{});
+  ASSERT_EQ(cap.size(), 3);                   // the pool, its odd l4 node, unknown pool 7
+  EXPECT_EQ(cap.FreeGpus(0), 2);              // max 10 - 6 in use, although 2 are free
+  EXPECT_EQ(cap.FreeGpus(1), 4);              // the l4 node shares that cap: 10 - 6
+  EXPECT_EQ(cap.entry(1).pool.gpu_type, "l4");
+  EXPECT_EQ(cap.entry(2).pool.name, "pool-7");
+  EXPECT_EQ(cap.FreeGpus(2), 4);
+  ASSERT_EQ(cap.Take(1, 3, true).size(), 1u);
+  EXPECT_EQ(cap.FreeGpus(0), 1);
+}
+
+TEST(CapacityTest, NodesUnderNoticeAndClosedNodesOfferNothing) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kSpot)};
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
+  s.nodes[0].under_notice = true;
+  Capacity cap(s, PolicyConfig{});
+  EXPECT_EQ(cap.FreeGpus(0), 8);
+  cap.Close(2);
+  EXPECT_EQ(cap.FreeGpus(0), 0);
+  EXPECT_TRUE(cap.NodeClosed(1));
+}
+
+TEST(CapacityTest, ElasticPoolsGrowUpToMaxGpus) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 24)};
+  s.pools[0].elastic = true;
+  s.nodes = {MakeNode(1, 1, 8)};
+  Capacity cap(s, PolicyConfig{});
+  EXPECT_EQ(cap.NewCapacity(0), 16);
+  cap.UseNew(0, 10);
+  EXPECT_EQ(cap.NewCapacity(0), 6);
+}
+
+TEST(CapacityTest, EtaIsTheEarliestExpectedEnd) {
+  model::Snapshot s;
+  s.now = T0();
+  s.pools = {MakePool(1, "p", CapacityKind::kReserved)};
+  s.nodes = {MakeNode(1, 1, 8)};
+  auto a = MakeRunning(10, 10, 1, 4);  // started 2h ago, 3h estimate: 1h left
+  a.estimate = 3h;
+  auto b = MakeRunning(11, 11, 1, 4);  // default 1h estimate: overdue, assume 10m
+  s.running = {a};
+  EXPECT_NEAR(Capacity(s, PolicyConfig{}).entry(0).eta_hours, 1.0, 1e-9);
+  s.running = {a, b};
+  EXPECT_NEAR(Capacity(s, PolicyConfig{}).entry(0).eta_hours, 10.0 / 60, 1e-9);
+}
+
+}  // namespace
+}  // namespace frugal::policy

@@ -1,0 +1,476 @@
+// Scenarios for placement/cost, each with the arithmetic that decides it. Defaults used
+// below: restore 5m, deadline margin max(10m, 10% of the safe run), reserved weight 0.001,
+// patience without a deadline 1h, min run time 10m.
+#include "scheduler/policy/cost_policy.h"
+
+#include <gtest/gtest.h>
+
+#include "policy_test_util.h"
+#include "scheduler/policy/fifo_policy.h"
+
+namespace frugal::policy {
+namespace {
+
+using namespace testing;
+using model::CapacityKind;
+using model::Tolerance;
+
+class CostPolicyTest : public ::testing::Test {
+ protected:
+  // Three a100 pools of one 8-GPU node each: reserved $2/h (node 10), on-demand $3/h
+  // (node 20), spot $1/h with 0.05 reclaims per node-hour (node 30).
+  void ThreePools() {
+    s_.pools = {MakePool(1, "a100-reserved", CapacityKind::kReserved, "a100", 2.0),
+                MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
+                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0)};
+    s_.pools[2].preemption_rate_per_node_hour = 0.05;
+    s_.nodes = {MakeNode(10, 1, 8), MakeNode(20, 2, 8), MakeNode(30, 3, 8)};
+  }
+  model::Plan Decide() {
+    s_.now = T0();
+    model::Plan plan = CostPolicy().Decide(s_);
+    auto violations = PlanViolations(s_, plan);
+    for (const auto& v : violations) ADD_FAILURE() << v;
+    return plan;
+  }
+  model::NodeId NodeOf(const model::Plan& plan, model::JobId job) {
+    auto a = AssignmentsOf(plan, job);
+    return a.size() == 1 ? a[0].node_id : -1;
+  }
+  std::string WaitReason(const model::Plan& plan, model::JobId job) {
+    const model::Wait* w = WaitOf(plan, job);
+    return w ? w->reason : "(not waiting)";
+  }
+  model::Snapshot s_;
+};
+
+TEST_F(CostPolicyTest, PrefersReservedWhenIdle) {
+  // Reserved is already paid: marginal $2 x 0.001 per GPU-hour beats spot (~$1.03) and
+  // on-demand ($3). On-demand would have cost $3 x 1 GPU x 2h = $6.00.
+  ThreePools();
+  auto job = MakeJob(1, 1);
+  job.estimate = 2h;
+  s_.pending = {job};
+  auto plan = Decide();
+  ASSERT_EQ(NodeOf(plan, 1), 10);
+  const auto& a = plan.assignments[0];
+  EXPECT_NE(a.reason.find("reserved a100-reserved on node-10"), std::string::npos) << a.reason;
+  EXPECT_NE(a.reason.find("already paid (on-demand a100-od would cost $6.00)"), std::string::npos)
+      << a.reason;
+  EXPECT_EQ(a.expected_cost, 4'000'000);  // the ledger still charges $2 x 1 x 2h = $4.00
+}
+
+TEST_F(CostPolicyTest, PicksTheCheapestGpuTypeThatFitsCountingSpeed) {
+  // Per reference hour: l4 $0.80 / 0.25 = $3.20, a100 $3.00 / 1 = $3.00, h100 $5.00 / 2.5 = $2.00.
+  s_.pools = {MakePool(1, "l4-od", CapacityKind::kOnDemand, "l4", 0.8, 0.25, 24),
+              MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80),
+              MakePool(3, "h100-od", CapacityKind::kOnDemand, "h100", 5.0, 2.5, 80)};
+  s_.nodes = {MakeNode(11, 1, 8, "l4", 24), MakeNode(12, 2, 8, "a100", 80),
+              MakeNode(13, 3, 8, "h100", 80)};
+  auto any = MakeJob(1, 1);
+  any.estimate = 10h;  // h100: 4h x $5 = $20.00
+  auto no_h100 = MakeJob(2, 1);
+  no_h100.gpu_types = {"l4", "a100"};  // a100 $30.00 beats l4 40h x $0.80 = $32.00
+  auto small = MakeJob(3, 1);
+  small.gpu_types = {"l4"};
+  s_.pending = {any, no_h100, small};
+  auto plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 1), 13);
+  EXPECT_EQ(NodeOf(plan, 2), 12);
+  EXPECT_EQ(NodeOf(plan, 3), 11);
+  EXPECT_NE(AssignmentsOf(plan, 1)[0].reason.find("expected $20.00 for 4h"), std::string::npos)
+      << AssignmentsOf(plan, 1)[0].reason;
+}
+
+// A checkpointed 10h job (interval 1h) on on-demand $3/h or spot $1/h at 0.1 reclaims per
+// node-hour. Safe run 10h, margin max(10m, 1h) = 1h. On spot: loss per reclaim
+// 1h/2 + 5m = 35m, rework 0.1 x 10h x 35m = 35m, wall 10h35m, expected 1.06 reclaims,
+// worst reclaim 1h5m: risk = 35m + 1h5m = 1h40m.
+class SlackTest : public CostPolicyTest {
+ protected:
+  void SetUp() override {
+    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
+                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0)};
+    s_.pools[1].preemption_rate_per_node_hour = 0.1;
+    s_.nodes = {MakeNode(20, 2, 8), MakeNode(30, 3, 8)};
+  }
+  model::PendingJob Job(model::JobId id, Seconds deadline_in) {
+    auto j = MakeJob(id, 1, 2, Tolerance::kCheckpointed);
+    j.estimate = 10h;
+    j.checkpoint_interval = 1h;
+    j.deadline = At(deadline_in);
+    return j;
+  }
+};
+
+TEST_F(SlackTest, UsesSpotWhileSlackCoversTheRisk) {
+  // Deadline in 30h: slack 30 - 10 - 1 = 19h >= 1h40m. Spot: $1 x 10.58h = $10.58.
+  s_.pending = {Job(1, 30h)};
+  auto plan = Decide();
+  ASSERT_EQ(NodeOf(plan, 1), 30);
+  const std::string& r = plan.assignments[0].reason;
+  EXPECT_NE(r.find("spot a100-spot on node-30, 1 GPU(s): expected $10.58"), std::string::npos) << r;
+  EXPECT_NE(r.find("vs $30.00 on-demand"), std::string::npos) << r;
+  EXPECT_NE(r.find("1.1 expected preemption(s) add 35m"), std::string::npos) << r;
+  EXPECT_NE(r.find("slack 19h covers the risk of 1h40m"), std::string::npos) << r;
+}
+
+TEST_F(SlackTest, UsesOnDemandWhenSlackIsShort) {
+  // Deadline in 12h: slack 12 - 10 - 1 = 1h < 1h40m: on-demand, $3 x 10h = $30.00.
+  s_.pending = {Job(1, 12h)};
+  auto plan = Decide();
+  ASSERT_EQ(NodeOf(plan, 1), 20);
+  const std::string& r = plan.assignments[0].reason;
+  EXPECT_NE(r.find("expected $30.00 for 10h"), std::string::npos) << r;
+  EXPECT_NE(r.find("slack 1h does not cover the risk of 1h40m on spot a100-spot"),
+            std::string::npos)
+      << r;
+}
+
+TEST_F(SlackTest, NeverPutsToleranceNoneOnSpot) {
+  auto j = MakeJob(1, 1, 2, Tolerance::kNone);
+  s_.pending = {j};
+  auto plan = Decide();
+  ASSERT_EQ(NodeOf(plan, 1), 20);
+  EXPECT_NE(plan.assignments[0].reason.find("tolerance none never runs on spot"),
+            std::string::npos);
+}
+
+// Running on spot: checkpointed, 10h estimate, progress 0.5 at its last checkpoint. Left:
+// 5h + 5m restore on on-demand, margin 10% = 30.5m; a reclaim loses up to 1h + 5m.
+// It must move once deadline - now < 5h5m + 30.5m + 1h5m = 6h40.5m.
+class MigrationTest : public SlackTest {
+ protected:
+  model::RunningAttempt OnSpot(Seconds deadline_in) {
+    auto r = MakeRunning(100, 50, 30, 1);
+    r.pool_id = 3;
+    r.tolerance = Tolerance::kCheckpointed;
+    r.estimate = 10h;
+    r.checkpoint_interval = 1h;
+    r.progress = 0.5;
+    r.last_checkpoint_at = At(-30min);
+    r.deadline = At(deadline_in);
+    return r;
+  }
+};
+
+TEST_F(MigrationTest, MovesACheckpointedJobOffSpotWhenSlackRunsLow) {
+  s_.running = {OnSpot(6h)};  // slack 6h - 5h5m - 30.5m = 24.5m < 1h5m
+  auto plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 100);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateOffSpot);
+  EXPECT_NE(plan.stops[0].reason.find("moving off spot a100-spot before the deadline"),
+            std::string::npos);
+  EXPECT_NE(plan.stops[0].reason.find("checkpoint and resume on on-demand a100-od"),
+            std::string::npos);
+}
+
+TEST_F(MigrationTest, StaysOnSpotWhileSlackCoversAReclaim) {
+  s_.running = {OnSpot(8h)};  // slack 8h - 5h35.5m = 2h24.5m >= 1h5m
+  EXPECT_TRUE(Decide().stops.empty());
+}
+
+TEST_F(MigrationTest, DoesNotMoveWithoutSafeRoomOrCheckpoints) {
+  auto restartable = OnSpot(6h);
+  restartable.tolerance = Tolerance::kRestartable;  // moving would lose everything
+  s_.running = {restartable};
+  EXPECT_TRUE(Decide().stops.empty());
+  s_.running = {OnSpot(6h), MakeRunning(101, 51, 20, 8)};  // on-demand is full
+  EXPECT_TRUE(Decide().stops.empty());
+}
+
+// One on-demand node of 8 GPUs, full with two low-class jobs of 4 GPUs, both running 2h.
+// Job 50 checkpointed 10m ago: loses 4 x 10m = 0.67 GPU-h + 4 x 5m restore = 0.33 GPU-h.
+// Job 51 is restartable: loses 4 x 2h = 8 GPU-h. A critical 4-GPU job arrives.
+class PreemptionTest : public CostPolicyTest {
+ protected:
+  void SetUp() override {
+    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0)};
+    s_.nodes = {MakeNode(20, 2, 8)};
+    checkpointed_ = MakeRunning(100, 50, 20, 4, /*rank=*/3);
+    checkpointed_.tolerance = Tolerance::kCheckpointed;
+    checkpointed_.last_checkpoint_at = At(-10min);
+    restartable_ = MakeRunning(101, 51, 20, 4, /*rank=*/3);
+    s_.pending = {MakeJob(1, 4, /*rank=*/0)};
+  }
+  model::RunningAttempt checkpointed_, restartable_;
+};
+
+TEST_F(PreemptionTest, PicksTheVictimThatLosesTheLeastWork) {
+  s_.running = {checkpointed_, restartable_};
+  auto plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 100);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kPriorityPreemption);
+  EXPECT_NE(plan.stops[0].reason.find("job 1 (critical) needs 4 GPU(s) on node-20"),
+            std::string::npos)
+      << plan.stops[0].reason;
+  EXPECT_NE(plan.stops[0].reason.find("0.67 GPU-h since its last checkpoint, 0.33 GPU-h"),
+            std::string::npos)
+      << plan.stops[0].reason;
+  EXPECT_EQ(WaitReason(plan, 1),
+            "waiting: preempting job(s) 50 on node-20 to make room for 4 GPU(s) (class "
+            "critical): the least work lost");
+}
+
+TEST_F(PreemptionTest, NoStormAJobPreemptedBeforeIsSparedUntilItCheckpoints) {
+  // Job 50 was preempted by priority 1h ago and its checkpoint is older than that.
+  checkpointed_.last_priority_preemption_at = At(-1h);
+  checkpointed_.last_checkpoint_at = At(-90min);
+  s_.running = {checkpointed_, restartable_};
+  auto plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 101);
+  // Once it has checkpointed since, it is the cheapest victim again.
+  checkpointed_.last_checkpoint_at = At(-10min);
+  s_.running = {checkpointed_, restartable_};
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 100);
+}
+
+TEST_F(PreemptionTest, SparesJobsBelowTheMinimumRunTimeAndToleranceNone) {
+  checkpointed_.started_at = At(-5min);  // < 10m
+  restartable_.tolerance = Tolerance::kNone;
+  s_.running = {checkpointed_, restartable_};
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_EQ(WaitReason(plan, 1), "waiting: no room for 4 GPU(s) in the pool(s) it may use (a100-od)");
+}
+
+TEST_F(PreemptionTest, NeverPreemptsTheSameOrAHigherClass) {
+  checkpointed_.priority_rank = 0;
+  restartable_.priority_rank = 0;
+  s_.running = {checkpointed_, restartable_};
+  EXPECT_TRUE(Decide().stops.empty());
+}
+
+TEST_F(PreemptionTest, KeepsGpusOfStoppingAttemptsForThePreemptor) {
+  // Last cycle's victim (attempt 100) is stopping; 4 GPUs are free. The critical job waits
+  // for it, and the low job 2 may not take the 4 free GPUs meanwhile.
+  checkpointed_.stopping = true;
+  s_.running = {checkpointed_};
+  s_.pending = {MakeJob(1, 8, 0), MakeJob(2, 4, 3)};
+  auto plan = Decide();
+  EXPECT_TRUE(plan.assignments.empty());
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_EQ(WaitReason(plan, 1), "waiting: 8 GPU(s) on node-20 free up as attempt(s) 100 stop");
+}
+
+// Reserved node 10 is full with job 60 (8 GPUs, 2h40m estimate, started 2h ago): room
+// expected in 40m. On-demand node 20 is free. The pending jobs need 1 GPU for 2h.
+class WaitTest : public CostPolicyTest {
+ protected:
+  void SetUp() override {
+    ThreePools();
+    s_.nodes = {MakeNode(10, 1, 8), MakeNode(20, 2, 8)};
+    auto busy = MakeRunning(200, 60, 10, 8);
+    busy.pool_id = 1;
+    busy.estimate = 160min;
+    s_.running = {busy};
+  }
+  model::PendingJob Job(model::JobId id) {
+    auto j = MakeJob(id, 1, 2, Tolerance::kNone);
+    j.estimate = 2h;
+    return j;
+  }
+};
+
+TEST_F(WaitTest, WaitingBeatsPayingWhenSlackAllows) {
+  // Deadline 10h: safe run 2h, margin 12m, slack 7h48m; the wait (40m) leaves 7h08m > 6h
+  // horizon, so waiting costs as little as reserved. On-demand would cost $3 x 2h = $6.00.
+  auto j = Job(1);
+  j.deadline = At(10h);
+  s_.pending = {j};
+  auto plan = Decide();
+  EXPECT_TRUE(plan.assignments.empty());
+  EXPECT_EQ(WaitReason(plan, 1),
+            "waiting for reserved a100-reserved (room expected in ~40m): slack 7h48m covers the "
+            "wait; on-demand a100-od now would cost $6.00 more");
+}
+
+TEST_F(WaitTest, PaysWhenTheWaitWouldEatTheSlack) {
+  // Deadline 2h30m: slack 2h30m - 2h - 12m = 18m < 40m wait: on-demand now.
+  auto j = Job(1);
+  j.deadline = At(150min);
+  s_.pending = {j};
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+}
+
+TEST_F(WaitTest, WithoutADeadlineWaitsAtMostTheConfiguredPatience) {
+  // Patience 1h: job 1 (just submitted) + 40m wait < 1h: waits. Job 2 (submitted 30m ago)
+  // + 40m > 1h: pays for on-demand now.
+  auto fresh = Job(1), older = Job(2);
+  older.created_at = At(-30min);
+  s_.pending = {fresh, older};
+  auto plan = Decide();
+  EXPECT_NE(WaitReason(plan, 1).find("waiting for reserved a100-reserved"), std::string::npos);
+  EXPECT_EQ(NodeOf(plan, 2), 20);
+}
+
+TEST_F(CostPolicyTest, DependencyWaitsAndCancelsAsFifoDoes) {
+  ThreePools();
+  auto blocked = MakeJob(1, 1), doomed = MakeJob(2, 1);
+  blocked.waiting_for = {7, 8};
+  doomed.failed_dependency = 9;
+  s_.pending = {blocked, doomed};
+  auto plan = Decide();
+  auto fifo = FifoPolicy().Decide(s_);
+  ASSERT_EQ(plan.waits.size(), 1u);
+  EXPECT_EQ(plan.waits[0].reason, fifo.waits[0].reason);
+  ASSERT_EQ(plan.cancels.size(), 1u);
+  EXPECT_EQ(plan.cancels[0].reason, fifo.cancels[0].reason);
+}
+
+TEST_F(CostPolicyTest, GangSpansNodesOfOnePoolOnlyAndAllOrNothing) {
+  // Pool 1 has two 8-GPU nodes, pool 2 one: a 16-GPU gang takes both nodes of pool 1.
+  s_.pools = {MakePool(1, "a", CapacityKind::kOnDemand), MakePool(2, "b", CapacityKind::kOnDemand)};
+  s_.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 2, 8)};
+  s_.pending = {MakeJob(1, 16)};
+  auto plan = Decide();
+  auto parts = AssignmentsOf(plan, 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node_id + parts[1].node_id, 3);
+  // With 4 GPUs busy on node 1, pool 1 has 12 free and pool 2 has 8: 20 >= 16 in total, but
+  // no pool holds the whole gang, so nothing starts.
+  s_.running = {MakeRunning(100, 50, 1, 4)};
+  plan = Decide();
+  EXPECT_TRUE(AssignmentsOf(plan, 1).empty());
+}
+
+TEST_F(CostPolicyTest, BinPackingKeepsWholeNodesFree) {
+  // Node 1 has 4 of 8 GPUs busy, node 2 is empty: a 4-GPU job fills node 1, keeping node 2
+  // whole for the 8-GPU job.
+  s_.pools = {MakePool(1, "a", CapacityKind::kOnDemand)};
+  s_.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
+  s_.running = {MakeRunning(100, 50, 1, 4)};
+  s_.pending = {MakeJob(1, 4), MakeJob(2, 8)};
+  auto plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 1), 1);
+  EXPECT_EQ(NodeOf(plan, 2), 2);
+}
+
+TEST_F(CostPolicyTest, FlowGivesReservedToTheJobsWithTheDearestAlternative) {
+  // 8 reserved, 8 spot, 8 on-demand GPUs; 8 tolerant jobs (older: higher score) and 8
+  // tolerance-none jobs. Greedy by score would give reserved to the tolerant ones and
+  // on-demand ($3 x 8) to the others. The flow puts tolerance none on reserved (8 x $0.002)
+  // and the tolerant on spot (8 x $1.025), about $8.22 per hour instead of $24.02.
+  ThreePools();
+  for (int i = 1; i <= 8; ++i) {
+    auto t = MakeJob(i, 1);
+    t.created_at = At(-3h);
+    auto n = MakeJob(10 + i, 1, 2, Tolerance::kNone);
+    s_.pending.push_back(t);
+    s_.pending.push_back(n);
+  }
+  auto plan = Decide();
+  for (int i = 1; i <= 8; ++i) {
+    EXPECT_EQ(NodeOf(plan, 10 + i), 10) << "job " << 10 + i;
+    EXPECT_EQ(NodeOf(plan, i), 30) << "job " << i;
+  }
+}
+
+TEST_F(CostPolicyTest, ALateJobRunsOnTheFastestSafeCapacity) {
+  // 10h of work, deadline in 5h: a100 on-demand needs 10h, h100 on-demand 5h (speed 2).
+  // Neither meets deadline minus margin: run where it finishes first and say so.
+  s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
+              MakePool(4, "h100-od", CapacityKind::kOnDemand, "h100", 5.0, 2.0),
+              MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0)};
+  s_.nodes = {MakeNode(20, 2, 8), MakeNode(40, 4, 8, "h100"), MakeNode(30, 3, 8)};
+  auto j = MakeJob(1, 1);
+  j.estimate = 10h;
+  j.deadline = At(5h);
+  s_.pending = {j};
+  auto plan = Decide();
+  ASSERT_EQ(NodeOf(plan, 1), 40);
+  EXPECT_NE(plan.assignments[0].reason.find("deadline cannot be met: finishes in ~5h with 5h left"),
+            std::string::npos)
+      << plan.assignments[0].reason;
+}
+
+TEST_F(CostPolicyTest, NothingLandsOnANodeUnderNotice) {
+  ThreePools();
+  s_.nodes = {MakeNode(20, 2, 8), MakeNode(30, 3, 8)};
+  s_.nodes[1].under_notice = true;
+  s_.pending = {MakeJob(1, 1)};
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+}
+
+TEST_F(CostPolicyTest, HigherClassFirstAndFairShareWithinAClass) {
+  // One free GPU per test. (a) A critical job beats an older normal one. (b) Within a class,
+  // team 2 (no usage) goes before team 1 (all the usage): fair share 1.0 vs 2^-2 = 0.25.
+  s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand)};
+  s_.nodes = {MakeNode(20, 2, 1)};
+  s_.pending = {MakeJob(1, 1), MakeJob(2, 1, 0)};
+  EXPECT_EQ(NodeOf(Decide(), 2), 20);
+  auto heavy = MakeJob(3, 1), light = MakeJob(4, 1);
+  light.team_id = 2;
+  s_.pending = {heavy, light};
+  s_.team_usage[1] = {500.0, T0()};
+  auto plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 4), 20);
+  auto factors = PriorityOf(s_, 3);
+  ASSERT_TRUE(factors.has_value());
+  EXPECT_DOUBLE_EQ(factors->fair_share, 0.25);
+}
+
+TEST_F(CostPolicyTest, AsksAnElasticPoolForNodesAndCountsRequestsInFlight) {
+  // No live node; the on-demand pool can grow to 16 GPUs in 5m.
+  s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 16)};
+  s_.pools[0].elastic = true;
+  s_.pools[0].startup_delay = 5min;
+  auto j = MakeJob(1, 4);
+  j.estimate = 1h;
+  s_.pending = {j};
+  auto plan = Decide();
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  EXPECT_EQ(plan.node_requests[0].pool_id, 2);
+  EXPECT_EQ(plan.node_requests[0].gpus, 4);
+  EXPECT_EQ(WaitReason(plan, 1),
+            "waiting for a new node in on-demand a100-od (requested, ready in ~5m): expected "
+            "$12.00 for 1h");
+  s_.pools[0].requested_gpus = 4;  // already asked last cycle
+  EXPECT_TRUE(Decide().node_requests.empty());
+}
+
+TEST_F(CostPolicyTest, ReleasesNodesIdlePastTheTimeoutButNeverReserved) {
+  ThreePools();
+  for (auto& p : s_.pools) p.idle_timeout = 30min;
+  s_.nodes[0].idle_since = At(-2h);     // reserved: kept
+  s_.nodes[1].idle_since = At(-10min);  // on-demand, not idle long enough
+  s_.nodes[2].idle_since = At(-45min);  // spot, idle 45m > 30m
+  auto plan = Decide();
+  ASSERT_EQ(plan.node_releases.size(), 1u);
+  EXPECT_EQ(plan.node_releases[0].node_id, 30);
+  EXPECT_EQ(plan.node_releases[0].reason,
+            "idle for 45m, past the idle timeout of 30m of spot a100-spot");
+}
+
+TEST_F(CostPolicyTest, ExplainsJobsThatCanNeverRunHere) {
+  ThreePools();
+  auto tpu = MakeJob(1, 1);
+  tpu.gpu_types = {"tpu"};
+  auto huge = MakeJob(2, 64);
+  s_.pending = {tpu, huge};
+  auto plan = Decide();
+  EXPECT_EQ(WaitReason(plan, 1), "waiting: no pool has GPUs of an allowed type (tpu)");
+  EXPECT_EQ(WaitReason(plan, 2), "waiting: no room for 64 GPU(s) in the pool(s) it may use "
+                                 "(a100-reserved, a100-od, a100-spot)");
+  s_.nodes.clear();
+  EXPECT_EQ(WaitReason(Decide(), 1), "waiting: no live nodes are registered");
+}
+
+TEST(PolicyRegistryTest, KnowsTheCostPolicy) {
+  auto p = MakePolicy("placement/cost");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->Name(), "placement/cost");
+  PolicyConfig config;
+  config.min_run_time = 1h;
+  auto q = MakePolicy("placement/cost", config);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(dynamic_cast<CostPolicy&>(**q).config().min_run_time, 1h);
+}
+
+}  // namespace
+}  // namespace frugal::policy

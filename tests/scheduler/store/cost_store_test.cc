@@ -1,0 +1,199 @@
+// What placement/cost needs from the store, against a real PostgreSQL: the richer snapshot
+// (estimates, checkpoint progress, running attempts' facts, idle nodes, fair-share usage),
+// learned spot preemption rates, scheduler stops, and assignments that skip draining nodes.
+#include <gtest/gtest.h>
+
+#include "common/crypto.h"
+#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/store/pg/pg_conn.h"
+#include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+class CostStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conninfo_ = testing::TestPostgres::Get().NewDatabase();
+    store_ = std::make_unique<PgStore>(conninfo_, 4);
+    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+    admin_ = *store_->Authenticate(Sha256Hex("admin"));
+    model::Pool pool;
+    pool.name = "spot";
+    pool.kind = model::CapacityKind::kSpot;
+    pool.gpu_type = "a100";
+    pool.gpu_mem_gb = 80;
+    pool.max_gpus = 64;
+    pool.price_per_gpu_hour = 900'000;
+    pool.startup_delay = Seconds(90);
+    pool.idle_timeout = Seconds(600);
+    pool.preemption_prior_per_node_hour = 0.5;
+    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+  }
+
+  Registration Register(const std::string& name) {
+    model::Node n;
+    n.name = name;
+    n.gpus = 4;
+    n.gpu_type = "a100";
+    n.gpu_mem_gb = 80;
+    auto r = store_->RegisterWorker(n, "spot", Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return *r;
+  }
+
+  model::JobId Submit() {
+    SubmitRequest r;
+    r.spec.command = {"train"};
+    r.spec.estimate = Seconds(7200);
+    r.spec.checkpoint_interval = Seconds(600);
+    r.spec.tolerance = model::Tolerance::kCheckpointed;
+    r.spec.gpu_types = {"a100"};
+    return store_->Submit(admin_, r)->job.id;
+  }
+
+  // SQL the store has no reason to offer: moving time for a test.
+  void Sql(const std::string& sql) {
+    auto c = PgConn::Connect(conninfo_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->ExecScript(sql).ok()) << sql;
+  }
+
+  model::Snapshot Snap() {
+    auto s = store_->LoadSnapshot(100);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : model::Snapshot{};
+  }
+
+  void Start() {
+    auto plan = policy::FifoPolicy().Decide(Snap());
+    ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<PgStore> store_;
+  Principal admin_;
+};
+
+TEST_F(CostStoreTest, PoolEconomicsRoundTrip) {
+  auto pools = store_->ListPools();
+  ASSERT_TRUE(pools.ok());
+  ASSERT_EQ(pools->size(), 1u);
+  const auto& p = (*pools)[0];
+  EXPECT_EQ(p.startup_delay.count(), 90);
+  EXPECT_EQ(p.idle_timeout.count(), 600);
+  EXPECT_DOUBLE_EQ(p.preemption_prior_per_node_hour, 0.5);
+  // Nothing observed yet: the learned rate is the prior.
+  EXPECT_DOUBLE_EQ(p.preemption_rate_per_node_hour, 0.5);
+}
+
+TEST_F(CostStoreTest, NoticesTeachThePoolItsPreemptionRate) {
+  auto a = Register("a"), b = Register("b");
+  // Two nodes observed for 5 h each, one of them reclaimed: 1 notice in 10 node-hours.
+  Sql("UPDATE nodes SET registered_at = now() - interval '5 hours', last_heartbeat_at = now()");
+  HeartbeatRequest hb;
+  hb.node = "a";
+  hb.lease_epoch = a.lease_epoch;
+  hb.notice = true;
+  ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
+  hb.node = "b";
+  hb.lease_epoch = b.lease_epoch;
+  hb.notice = false;
+  hb.draining = true;  // shutting down is not a reclaim
+  ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
+  // (prior 0.5 x 10 prior node-hours + 1 notice) / (10 + 10 node-hours) = 0.3.
+  EXPECT_NEAR((*store_->ListPools())[0].preemption_rate_per_node_hour, 0.3, 1e-3);
+  // Both nodes are draining: the policy sees neither.
+  EXPECT_TRUE(Snap().nodes.empty());
+}
+
+TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {
+  auto reg = Register("n1");
+  model::JobId job = Submit();
+  auto pending = Snap();
+  ASSERT_EQ(pending.pending.size(), 1u);
+  EXPECT_EQ(pending.pending[0].estimate, Seconds(7200));
+  EXPECT_EQ(pending.pending[0].checkpoint_interval, Seconds(600));
+  EXPECT_DOUBLE_EQ(pending.pending[0].progress, 0);
+  ASSERT_EQ(pending.nodes.size(), 1u);
+  EXPECT_TRUE(pending.nodes[0].idle_since.has_value());  // no attempt yet: idle since joining
+
+  Start();
+  auto snap = Snap();
+  ASSERT_EQ(snap.running.size(), 1u);
+  const auto& r = snap.running[0];
+  EXPECT_EQ(r.job_id, job);
+  EXPECT_EQ(r.pool_id, snap.pools[0].id);
+  EXPECT_EQ(r.tolerance, model::Tolerance::kCheckpointed);
+  EXPECT_EQ(r.estimate, Seconds(7200));
+  EXPECT_EQ(r.gpu_types, std::vector<std::string>{"a100"});
+  EXPECT_FALSE(r.last_checkpoint_at.has_value());
+  EXPECT_FALSE(r.stopping);
+  EXPECT_FALSE(snap.nodes[0].idle_since.has_value());  // busy
+  EXPECT_EQ(snap.team_usage.count(admin_.team_id), 1u);
+
+  CheckpointReport ck;
+  ck.attempt_id = r.attempt_id;
+  ck.lease_epoch = reg.lease_epoch;
+  ck.step = 40;
+  ck.progress = 0.4;
+  ck.uri = "file:///ck/40";
+  ASSERT_TRUE(store_->CommitCheckpoint(ck).ok());
+  auto after = Snap();
+  EXPECT_DOUBLE_EQ(after.running[0].progress, 0.4);
+  EXPECT_TRUE(after.running[0].last_checkpoint_at.has_value());
+}
+
+TEST_F(CostStoreTest, StopsOrderTheWorkerAndRememberPriorityPreemption) {
+  auto reg = Register("n1");
+  model::JobId job = Submit();
+  Start();
+  auto snap = Snap();
+  ASSERT_EQ(snap.running.size(), 1u);
+  model::Plan plan;
+  plan.stops.push_back({snap.running[0].attempt_id, job, model::StopKind::kPriorityPreemption,
+                        "preempted for job 9 (critical): least work lost"});
+  ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+  ASSERT_TRUE(store_->ApplyPlan(plan).ok());  // a repeated order changes nothing
+  // The worker hears it on its next heartbeat.
+  HeartbeatRequest hb;
+  hb.node = "n1";
+  hb.lease_epoch = reg.lease_epoch;
+  hb.running = {snap.running[0].attempt_id};
+  auto reply = store_->Heartbeat(hb, Seconds(60));
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->stops.size(), 1u);
+  EXPECT_EQ(reply->stops[0].reason, "preempted");
+  auto again = Snap();
+  EXPECT_TRUE(again.running[0].stopping);
+  EXPECT_TRUE(again.running[0].last_priority_preemption_at.has_value());
+  auto detail = store_->GetJob(job, std::nullopt);
+  ASSERT_TRUE(detail.ok());
+  int ordered = 0;
+  for (const auto& e : detail->events) ordered += e.kind == "stop_ordered";
+  EXPECT_EQ(ordered, 1);
+}
+
+TEST_F(CostStoreTest, AssignmentToANodeThatGotANoticeIsNotApplied) {
+  auto reg = Register("n1");
+  model::JobId job = Submit();
+  auto snap = Snap();
+  auto plan = policy::FifoPolicy().Decide(snap);
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  // Between snapshot and apply the node reports a spot notice.
+  HeartbeatRequest hb;
+  hb.node = "n1";
+  hb.lease_epoch = reg.lease_epoch;
+  hb.notice = true;
+  ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
+  auto started = store_->ApplyPlan(plan);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(*started, 0);
+  auto detail = store_->GetJob(job, std::nullopt);
+  EXPECT_EQ(detail->job.state, model::JobState::kPending);
+  EXPECT_TRUE(detail->attempts.empty());
+}
+
+}  // namespace
+}  // namespace frugal::store
