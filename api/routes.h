@@ -20,6 +20,7 @@ struct Context {
   store::JobStore& store;
   store::WorkerStore& workers;
   engine::Engine& engine;
+  const engine::Advisor& advisor;
   const Clock& clock;
   ApiOptions options;
 };
@@ -53,6 +54,12 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 void RegisterJobRoutes(httplib::Server& server, Context& ctx);
 void RegisterAdminRoutes(httplib::Server& server, Context& ctx);
 void RegisterWorkerRoutes(httplib::Server& server, Context& ctx);
+void RegisterPlacementRoutes(httplib::Server& server, Context& ctx);
+
+// routes_placement.cc: the quote as JSON, and the submit-time deadline check (422 naming
+// `deadline` with the earliest feasible finish when no safe pool can meet it).
+json EncodeQuote(const policy::Quote& quote);
+Status CheckDeadline(Context& ctx, const model::JobSpec& spec);
 
 // Rejects fields of `body` not in `allowed`, naming the first unknown one.
 Status CheckFields(const json& body, std::initializer_list<const char*> allowed);

@@ -97,10 +97,30 @@ void RegisterJobRoutes(httplib::Server& s, Context& ctx) {
 
   s.Post("/v1/jobs", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)
                                                     -> StatusOr<Reply> {
-           RETURN_IF_ERROR(CheckQueryParams(req, {}));
+           RETURN_IF_ERROR(CheckQueryParams(req, {"dry_run"}));
+           bool dry_run = false;
+           if (req.has_param("dry_run")) {
+             const std::string v = req.get_param_value("dry_run");
+             if (v != "true" && v != "false")
+               return InvalidArgument("dry_run must be true or false", "dry_run");
+             dry_run = v == "true";
+           }
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            store::SubmitRequest sr;
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
+           if (dry_run) {
+             // The plan without the job: where it would go, what it would cost, by when.
+             ASSIGN_OR_RETURN(auto quote, ctx.advisor.Quote(sr.spec, ctx.clock.Now()));
+             model::Job job;
+             job.spec = sr.spec;
+             job.team = who->team;
+             job.user = who->user;
+             job.created_at = job.updated_at = ctx.clock.Now();
+             json j = EncodeJob(job);
+             j.erase("id");
+             return Reply{200, {{"dry_run", true}, {"job", j}, {"quote", EncodeQuote(quote)}}};
+           }
+           RETURN_IF_ERROR(CheckDeadline(ctx, sr.spec));
            if (req.has_header("Idempotency-Key")) {
              std::string key = req.get_header_value("Idempotency-Key");
              if (key.empty() || key.size() > 255 || !IsStorableText(key)) {

@@ -224,15 +224,15 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
 
 struct ApiServer::Impl {
   Impl(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-       const Clock& clock, ApiOptions options)
-      : ctx{store, workers, engine, clock, options} {}
+       const engine::Advisor& advisor, const Clock& clock, ApiOptions options)
+      : ctx{store, workers, engine, advisor, clock, options} {}
   Context ctx;
   httplib::Server server;
 };
 
 ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-                     const Clock& clock, ApiOptions options)
-    : impl_(std::make_unique<Impl>(store, workers, engine, clock, options)) {
+                     const engine::Advisor& advisor, const Clock& clock, ApiOptions options)
+    : impl_(std::make_unique<Impl>(store, workers, engine, advisor, clock, options)) {
   auto& s = impl_->server;
   // httplib answers 413 itself above this, before reading the body.
   s.set_payload_max_length(kMaxBodyBytes);
@@ -255,6 +255,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine
   RegisterJobRoutes(s, impl_->ctx);
   RegisterAdminRoutes(s, impl_->ctx);
   RegisterWorkerRoutes(s, impl_->ctx);
+  RegisterPlacementRoutes(s, impl_->ctx);
 }
 
 ApiServer::~ApiServer() = default;

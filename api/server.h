@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "scheduler/engine/advisor.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
@@ -25,7 +26,7 @@ struct ApiOptions {
 class ApiServer {
  public:
   ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-            const Clock& clock, ApiOptions options);
+            const engine::Advisor& advisor, const Clock& clock, ApiOptions options);
   ~ApiServer();
 
   // Binds host:port (port 0 picks a free one); returns the bound port.

@@ -120,6 +120,7 @@ void Print(Session& s, const json& body, const std::function<std::string()>& tab
 
 Status RunSubmit(Session& s, const SubmitOptions& o) {
   ASSIGN_OR_RETURN(json body, BuildSubmitBody(o, s.now));
+  if (o.dry_run) return RunDryRun(s, body);
   std::map<std::string, std::string> headers;
   if (!o.idempotency_key.empty()) headers["Idempotency-Key"] = o.idempotency_key;
   ASSIGN_OR_RETURN(auto r, Checked(s.client.Post("/v1/jobs", body, headers)));
@@ -281,6 +282,7 @@ Commands::Commands(CLI::App& app) {
           [](const std::string& url) { return api::Client(url, "").url_status(); }, "URL"));
   app.add_option("--token", global_.token, "API token");
   AddSubmit(app);
+  AddWhy(app);
   AddStatus(app);
   AddList(app);
   AddCancel(app);
@@ -334,6 +336,8 @@ void Commands::AddSubmit(CLI::App& app) {
       ->check(PositiveIntegerCheck(9, "N"));
   sub->add_option("--idempotency-key", o.idempotency_key,
                   "Makes a retried submit return the first job instead of a second one");
+  sub->add_flag("--dry-run", o.dry_run,
+                "Show where the job would run, its expected cost and finish; submit nothing");
   sub->add_option("COMMAND", o.command, "The program and its arguments (after --)")->required();
   sub->footer(
       "Example:\n  frugal submit --gpus 4 --gpu-type a100 --estimate 2h --deadline +12h "

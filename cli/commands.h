@@ -60,6 +60,7 @@ struct SubmitOptions {
   std::optional<int> max_attempts;
   std::string idempotency_key;
   std::vector<std::string> command;
+  bool dry_run = false;  // print the quote; submit nothing
 };
 
 struct ListOptions {
@@ -101,6 +102,8 @@ struct TokenOptions {
 // server's defaults apply to the rest. `now` anchors a "+DURATION" deadline. Errors are
 // InvalidArgument naming the flag (the validators normally catch them first).
 StatusOr<nlohmann::json> BuildSubmitBody(const SubmitOptions& options, Timestamp now);
+// `frugal submit --dry-run`: the quote for `body` (cli/placement_commands.cc).
+Status RunDryRun(Session& s, const nlohmann::json& body);
 
 // Owns the parsed flag values of every subcommand and remembers which one ran.
 // Construct before parsing; it must outlive the parse.
@@ -126,6 +129,7 @@ class Commands {
   void AddAdmin(CLI::App& app);
   void AddJobIo(CLI::App& app);    // logs, checkpoint (cli/job_commands.cc)
   void AddPool(CLI::App& admin);   // admin pool (cli/pool_commands.cc)
+  void AddWhy(CLI::App& app);      // why (cli/placement_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -133,6 +137,7 @@ class Commands {
   SubmitOptions submit_;
   ListOptions list_;
   std::int64_t job_id_ = 0;  // status and cancel
+  std::int64_t why_job_ = 0;
   std::string team_name_;    // admin team create
   TokenOptions token_;       // admin token create
   bool follow_ = false;      // logs --follow

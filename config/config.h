@@ -18,7 +18,7 @@ struct SchedulerConfig {
   std::string state_dir = ".frugal";  // $FRUGAL_HOME
   std::string listen = "127.0.0.1:8080";
   std::string log_level = "info";
-  std::string policy = "placement/fifo";
+  std::string policy = "placement/cost";
   Seconds cycle_interval{2};
   int db_pool_size = 8;
   int max_pending_per_cycle = 10000;

@@ -77,7 +77,10 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   std::string host;
   int port;
   if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
-  auto policy = frugal::policy::MakePolicy(cfg.policy);
+  frugal::policy::PolicyConfig policy_config;
+  // Workers run an attempt on one node; a gang waits for one node that holds it whole.
+  policy_config.multi_node_gangs = false;
+  auto policy = frugal::policy::MakePolicy(cfg.policy, policy_config);
   if (!policy.ok()) return Fail(policy.status());
 
   // Signals are taken by one thread with sigwait; every other thread blocks them.
@@ -92,7 +95,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::store::PgStore store(db->conninfo, cfg.db_pool_size);
   frugal::SystemClock clock;
   frugal::engine::Engine engine(store, **policy, {cfg.cycle_interval, cfg.max_pending_per_cycle});
-  frugal::api::ApiServer server(store, store, engine, clock,
+  frugal::engine::Advisor advisor(store, policy_config);
+  frugal::api::ApiServer server(store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());
@@ -132,7 +136,7 @@ int main(int argc, char** argv) {
   app.add_option("--database-url", database_url, "PostgreSQL URL (default: embedded)");
   app.add_option("--state-dir", state_dir, "state directory (default ./.frugal or $FRUGAL_HOME)");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off");
-  app.add_option("--policy", policy, "placement policy (default placement/fifo)");
+  app.add_option("--policy", policy, "placement policy: placement/cost (default) or placement/fifo");
   std::string lease_ttl, heartbeat, cycle;
   app.add_option("--lease-ttl", lease_ttl, "worker lease, e.g. 15s");
   app.add_option("--heartbeat-interval", heartbeat, "worker heartbeat interval, e.g. 2s");

@@ -63,7 +63,7 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
       }
     }
     node_index_[n->id] = static_cast<int>(nodes_.size());
-    nodes_.push_back({n, e, std::max(0, n->gpus), 0, false, n->under_notice});
+    nodes_.push_back({n, e, std::max(0, n->gpus), false, n->under_notice});
   }
 
   size_t accounts = account_cap_.size();
@@ -81,7 +81,6 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
     int gpus = std::max(0, r.gpus);
     ns.free = std::max(0, ns.free - gpus);
     ns.busy = true;
-    if (r.stopping) ns.soon_free += gpus;
     account_used_[entries_[ns.entry].account] += gpus;
     // When this pool is next expected to free GPUs: the wait option's horizon.
     double eta = 0;
@@ -219,11 +218,6 @@ int Capacity::EntryOfNode(model::NodeId node) const {
 int Capacity::NodeFree(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx < 0 ? 0 : nodes_[idx].free;
-}
-
-int Capacity::NodeSoonFree(model::NodeId node) const {
-  int idx = NodeIndex(node);
-  return idx < 0 ? 0 : nodes_[idx].soon_free;
 }
 
 bool Capacity::NodeBusy(model::NodeId node) const {

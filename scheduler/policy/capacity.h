@@ -58,7 +58,6 @@ class Capacity {
   const model::Node* NodeById(model::NodeId node) const;
   int EntryOfNode(model::NodeId node) const;
   int NodeFree(model::NodeId node) const;
-  int NodeSoonFree(model::NodeId node) const;  // GPUs of attempts already told to stop
   bool NodeBusy(model::NodeId node) const;     // any attempt running, stopping or assigned
   bool NodeClosed(model::NodeId node) const;   // under notice or kept for a preemptor
   const std::vector<int>& NodesOf(int e) const { return nodes_of_[e]; }  // node indexes
@@ -69,7 +68,6 @@ class Capacity {
     const model::Node* node = nullptr;
     int entry = 0;
     int free = 0;
-    int soon_free = 0;
     bool busy = false;
     bool closed = false;
   };

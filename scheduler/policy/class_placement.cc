@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <cstdio>
+#include <set>
 
 #include "scheduler/policy/min_cost_flow.h"
 
@@ -162,6 +164,11 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       if (fresh) groups.emplace_back();
       groups[it->second].members.push_back(i);
     }
+    {
+      std::set<std::pair<int,int>> codes; std::set<std::vector<int>> vecs; int waits = 0;
+      for (auto& [k, g] : index) { codes.insert({k[0], k[1]}); vecs.insert(std::vector<int>(k.begin() + 2, k.end())); waits += k[1] < 0; }
+      fprintf(stderr, "DBG step=%g groups=%zu codes=%zu vecs=%zu waitgroups=%d\n", step, groups.size(), codes.size(), vecs.size(), waits);
+    }
     if (static_cast<int>(groups.size()) <= kMaxFlowRows) break;
   }
 
@@ -184,6 +191,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     }
   }
   FlowSolution sol = SolveMinCostFlow(fp);
+  fprintf(stderr, "DBG jobs=%zu preps=%zu groups=%zu arcs=%zu greedy=%d\n", jobs.size(), preps.size(), groups.size(), fp.arcs.size(), (int)sol.used_greedy);
 
   // 4. Rounding: whole gangs per row and option, cheapest option to the best scores.
   std::vector<std::vector<int>> arcs_of(groups.size());

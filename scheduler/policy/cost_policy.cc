@@ -104,7 +104,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
   std::map<int, std::vector<int>> classes;
   for (int j = 0; j < opts.jobs(); ++j) classes[opts.view(j).job->priority_rank].push_back(j);
 
-  Preemptor preemptor(s, config_, cap);
+  Preemptor preemptor(s, config_, cap, plan.stops);
   std::map<int, Preemptor::Room> rooms;
   for (auto& [rank, jobs] : classes) {
     PlaceClass(jobs, opts, cap, s.now, config_, results);

@@ -7,8 +7,10 @@
 
 namespace frugal::policy {
 
-Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capacity& cap)
+Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capacity& cap,
+                     const std::vector<model::Stop>& stopped)
     : snapshot_(s), config_(config), capacity_(cap), budget_(config.max_preemptions_per_cycle) {
+  for (const auto& st : stopped) stopped_.insert(st.attempt_id);
   std::map<model::JobId, int> by_job;
   for (int i = 0; i < static_cast<int>(s.running.size()); ++i) {
     const auto& r = s.running[i];
@@ -18,7 +20,8 @@ Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capac
     v.attempts.push_back(i);
     v.rank = std::min(v.rank, r.priority_rank);
     // A gang is preemptable only as a whole, and only if every part of it is.
-    if (WhyNotPreemptable(r, s.now, config)) v.eligible = false;
+    if (Stopping(r) || WhyNotPreemptable(r, s.now, config)) v.eligible = false;
+    if (Stopping(r)) soon_free_[r.node_id] += std::max(0, r.gpus);
     VictimCost c = CostToPreempt(r, s.now, config);
     v.cost.lost_gpu_hours += c.lost_gpu_hours;
     v.cost.restart_gpu_hours += c.restart_gpu_hours;
@@ -31,7 +34,7 @@ Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capac
       const auto& r = s.running[ai];
       int e = cap.EntryOfNode(r.node_id);
       if (e < 0) continue;
-      if (r.stopping && stopping_seen.insert(r.node_id).second)
+      if (Stopping(r) && stopping_seen.insert(r.node_id).second)
         stopping_nodes_[e].push_back(r.node_id);
       if (!victims_[vi].eligible) continue;
       auto& list = on_node_[r.node_id];
@@ -57,12 +60,11 @@ bool Preemptor::TryStopping(const JobOptions& opts, int j, const std::vector<int
     for (model::NodeId node : stopping_nodes_[e]) {
       if (capacity_.NodeClosed(node)) continue;
       const model::Node* n = capacity_.NodeById(node);
-      if (n->gpus < gpus || capacity_.NodeFree(node) + capacity_.NodeSoonFree(node) < gpus)
-        continue;
+      if (n->gpus < gpus || capacity_.NodeFree(node) + SoonFree(node) < gpus) continue;
       room.kind = Room::kStopping;
       room.node = node;
       for (const auto& r : snapshot_.running)
-        if (r.node_id == node && r.stopping) room.stopping.push_back(r.attempt_id);
+        if (r.node_id == node && Stopping(r)) room.stopping.push_back(r.attempt_id);
       capacity_.Close(node);
       return true;
     }
@@ -97,7 +99,7 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
   for (int e : entries) {
     for (model::NodeId node : victim_nodes_[e]) {
       if (capacity_.NodeClosed(node) || capacity_.NodeById(node)->gpus < gpus) continue;
-      int need = gpus - capacity_.NodeFree(node) - capacity_.NodeSoonFree(node);
+      int need = gpus - capacity_.NodeFree(node) - SoonFree(node);
       if (need <= 0) continue;
       double cost = 0;
       picked.clear();

@@ -18,8 +18,10 @@ namespace frugal::policy {
 
 class Preemptor {
  public:
-  // Indexes the running attempts once; `capacity` is shared with placement.
-  Preemptor(const model::Snapshot& snapshot, const PolicyConfig& config, Capacity& capacity);
+  // Indexes the running attempts once; `capacity` is shared with placement. `stopped`:
+  // stops already in this cycle's plan (migrations), treated like outstanding stop orders.
+  Preemptor(const model::Snapshot& snapshot, const PolicyConfig& config, Capacity& capacity,
+            const std::vector<model::Stop>& stopped);
 
   struct Room {
     enum Kind { kNone, kStopping, kPreempting } kind = kNone;
@@ -47,6 +49,13 @@ class Preemptor {
     int gpus = 0;
   };
   bool TryStopping(const JobOptions& options, int j, const std::vector<int>& entries, Room& room);
+  bool Stopping(const model::RunningAttempt& r) const {
+    return r.stopping || stopped_.count(r.attempt_id) > 0;
+  }
+  int SoonFree(model::NodeId node) const {
+    auto it = soon_free_.find(node);
+    return it == soon_free_.end() ? 0 : it->second;
+  }
 
   const model::Snapshot& snapshot_;
   const PolicyConfig& config_;
@@ -55,6 +64,8 @@ class Preemptor {
   std::map<model::NodeId, std::vector<OnNode>> on_node_;  // cheapest victim first
   std::vector<std::vector<model::NodeId>> victim_nodes_;  // per entry
   std::vector<std::vector<model::NodeId>> stopping_nodes_;  // per entry
+  std::set<model::AttemptId> stopped_;
+  std::map<model::NodeId, int> soon_free_;  // GPUs of stopping attempts per node
   std::set<std::vector<int>> failed_;  // (rank, gpus, entries...) that found no room
   int budget_ = 0;
 };

@@ -19,7 +19,7 @@ TEST(ConfigTest, DefaultsWithoutFileOrEnv) {
   EXPECT_EQ(c->listen, "127.0.0.1:8080");
   EXPECT_EQ(c->state_dir, ".frugal");
   EXPECT_TRUE(c->database_url.empty());
-  EXPECT_EQ(c->policy, "placement/fifo");
+  EXPECT_EQ(c->policy, "placement/cost");
 }
 
 TEST(ConfigTest, EnvironmentOverridesFile) {

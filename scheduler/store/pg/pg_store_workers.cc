@@ -42,7 +42,9 @@ constexpr const char* kEndLostAttempts =
     " requeued AS (UPDATE jobs j SET"
     "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
     "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
-    "   reason = 'node ' || ended.name || ' lost; resuming from the latest checkpoint',"
+    "   reason = CASE WHEN j.cancel_requested_at IS NULL THEN 'node ' || ended.name ||"
+    "   ' lost; resuming from the latest checkpoint' ELSE 'cancelled; node ' || ended.name ||"
+    "   ' was lost' END,"
     "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
     "   RETURNING j.id, j.state, j.reason),"
     " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
@@ -275,7 +277,9 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
       case Outcome::kPreempted:
         // Preemptions never count against max_attempts.
         to = cancel_requested ? "cancelled" : "pending";
-        reason = "preempted on " + node + "; resuming from the latest checkpoint";
+        reason = cancel_requested
+                     ? "cancelled; stopped on " + node + " (it was also preempted)"
+                     : "preempted on " + node + "; resuming from the latest checkpoint";
         break;
     }
     const bool terminal = to != "pending";

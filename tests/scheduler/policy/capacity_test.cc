@@ -51,8 +51,8 @@ TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
   s.running = {MakeRunning(10, 10, 1, 6)};
   Capacity cap(s, PolicyConfig{});
   ASSERT_EQ(cap.size(), 3);                   // the pool, its odd l4 node, unknown pool 7
-  EXPECT_EQ(cap.FreeGpus(0), 2);              // max 10 - 6 in use, although 2 are free
-  EXPECT_EQ(cap.FreeGpus(1), 4);              // the l4 node shares that cap: 10 - 6
+  EXPECT_EQ(cap.FreeGpus(0), 2);              // 2 free on node 1 (the cap leaves 10 - 6)
+  EXPECT_EQ(cap.FreeGpus(1), 4);              // 8 free, but it shares the cap: 10 - 6
   EXPECT_EQ(cap.entry(1).pool.gpu_type, "l4");
   EXPECT_EQ(cap.entry(2).pool.name, "pool-7");
   EXPECT_EQ(cap.FreeGpus(2), 4);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "policy_test_util.h"
 
 namespace frugal::policy {

@@ -1,0 +1,32 @@
+#include "scheduler/engine/advisor.h"
+
+#include "scheduler/policy/cost_policy.h"
+
+namespace frugal::engine {
+
+StatusOr<policy::Quote> Advisor::Quote(const model::JobSpec& spec, Timestamp now) const {
+  ASSIGN_OR_RETURN(auto pools, store_.ListPools());
+  model::PendingJob job = policy::PendingFromSpec(spec, now);
+  ASSIGN_OR_RETURN(job.priority_rank, model::PriorityRank(spec.priority));
+  return policy::QuoteJob(job, pools, now, config_);
+}
+
+StatusOr<Why> Advisor::Explain(model::JobId job, int max_pending) const {
+  ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(max_pending));
+  Why why;
+  int rank = -1;
+  for (const auto& p : snapshot.pending)
+    if (p.id == job) rank = p.priority_rank;
+  if (rank < 0) return why;
+  if (rank < static_cast<int>(config_.priority_classes.size()))
+    why.priority_class = config_.priority_classes[rank];
+  why.factors = policy::PriorityOf(snapshot, job, config_);
+  if (why.factors) why.factors_text = policy::ExplainPriority(*why.factors, config_.weights);
+  for (const auto& p : snapshot.pending) {
+    if (p.priority_rank < rank) ++why.higher_pending;
+    if (p.priority_rank == rank && p.id != job) ++why.same_class_pending;
+  }
+  return why;
+}
+
+}  // namespace frugal::engine

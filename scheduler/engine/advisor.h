@@ -1,0 +1,42 @@
+// Answers about placement that are not a cycle: what a job would cost before it is
+// submitted (submit --dry-run, the deadline check at submit) and why a job waits or runs
+// where it does (`frugal why`). Reads the store, asks the pure policy code; changes nothing.
+// Thread-safe: the store is, and the policy code is pure.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "scheduler/policy/policy_config.h"
+#include "scheduler/policy/priority.h"
+#include "scheduler/policy/quote.h"
+#include "scheduler/store/job_store.h"
+
+namespace frugal::engine {
+
+struct Why {
+  std::optional<policy::PriorityFactors> factors;  // pending and ready jobs only
+  std::string factors_text;                        // ExplainPriority of them
+  std::string priority_class;
+  int higher_pending = 0;  // pending jobs of higher classes, which go first
+  int same_class_pending = 0;  // other pending jobs of its class, ordered by score
+};
+
+class Advisor {
+ public:
+  Advisor(store::JobStore& store, policy::PolicyConfig config)
+      : store_(store), config_(std::move(config)) {}
+
+  // The quote for `spec` against the pools as they are now.
+  StatusOr<policy::Quote> Quote(const model::JobSpec& spec, Timestamp now) const;
+  // Priority factors and queue position of `job` in a fresh snapshot.
+  StatusOr<Why> Explain(model::JobId job, int max_pending) const;
+
+  const policy::PolicyConfig& config() const { return config_; }
+
+ private:
+  store::JobStore& store_;
+  const policy::PolicyConfig config_;
+};
+
+}  // namespace frugal::engine

@@ -1,0 +1,113 @@
+#include "scheduler/policy/quote.h"
+
+#include <gtest/gtest.h>
+
+#include "policy_test_util.h"
+
+namespace frugal::policy {
+namespace {
+
+using namespace testing;
+using model::CapacityKind;
+using model::Tolerance;
+
+// Reserved a100 $2, on-demand a100 $3, on-demand h100 $5 at speed 2 with a 10m start-up,
+// spot a100 $1 at 0.1 reclaims per node-hour. A checkpointed 1-GPU job of 10h (interval 1h).
+class QuoteTest : public ::testing::Test {
+ protected:
+  QuoteTest() {
+    pools_ = {MakePool(1, "res", CapacityKind::kReserved, "a100", 2.0),
+              MakePool(2, "od", CapacityKind::kOnDemand, "a100", 3.0),
+              MakePool(3, "h100-od", CapacityKind::kOnDemand, "h100", 5.0, 2.0),
+              MakePool(4, "spot", CapacityKind::kSpot, "a100", 1.0)};
+    pools_[2].startup_delay = 10min;
+    pools_[3].preemption_rate_per_node_hour = 0.1;
+    job_ = MakeJob(1, 1, 2, Tolerance::kCheckpointed);
+    job_.estimate = 10h;
+    job_.checkpoint_interval = 1h;
+  }
+  const PoolQuote& Of(const Quote& q, model::PoolId id) {
+    for (const auto& p : q.pools)
+      if (p.pool_id == id) return p;
+    throw std::runtime_error("no such pool");
+  }
+  std::vector<model::Pool> pools_;
+  model::PendingJob job_;
+};
+
+TEST_F(QuoteTest, PricesEveryPoolAndRecommendsReservedFirst) {
+  Quote q = QuoteJob(job_, pools_, T0());
+  ASSERT_EQ(q.pools.size(), 4u);
+  EXPECT_EQ(Of(q, 1).expected_cost, 20'000'000);  // $2 x 10h, already paid
+  EXPECT_EQ(Of(q, 2).expected_cost, 30'000'000);  // $3 x 10h
+  EXPECT_EQ(Of(q, 3).expected_cost, 25'000'000);  // $5 x 5h
+  EXPECT_EQ(Of(q, 3).expected_wall, 5h + 10min);   // start-up + run
+  // Spot: rework 0.1 x 10h x 35m = 35m; low: no reclaim ($10.00); high: 1.06 + 2 x sqrt(1.06)
+  // = 3.12 reclaims x 1h05m = 3h22.5m extra, $13.38.
+  const PoolQuote& spot = Of(q, 4);
+  EXPECT_EQ(spot.expected_cost, 10'583'333);
+  EXPECT_EQ(spot.low_cost, 10'000'000);
+  EXPECT_NEAR(static_cast<double>(spot.high_cost), 13'375'500, 2'000);
+  EXPECT_NEAR(spot.expected_preemptions, 1.058, 1e-3);
+  EXPECT_EQ(q.recommended, 1);
+  EXPECT_EQ(q.recommendation, "reserved res: already paid for vs $25.00 on-demand, capacity permitting");
+  EXPECT_EQ(q.on_demand_pool, 3);
+  EXPECT_EQ(q.earliest_pool, 3);
+  EXPECT_EQ(q.earliest_finish, At(5h + 10min));
+  EXPECT_TRUE(q.deadline_feasible);
+}
+
+TEST_F(QuoteTest, RefusesADeadlineThatEvenTheFastestSafePoolMisses) {
+  job_.deadline = At(4h);
+  Quote q = QuoteJob(job_, pools_, T0());
+  EXPECT_FALSE(q.deadline_feasible);
+  EXPECT_EQ(q.refusal,
+            "deadline 2026-01-01T04:00:00Z cannot be met: the earliest feasible finish is "
+            "2026-01-01T05:10:00Z on h100-od");
+}
+
+TEST_F(QuoteTest, ATightDeadlineLeavesOnlyTheFastPool) {
+  // 6h: the h100 needs 5h10m (margin 31m: fits); a100 pools need 10h; spot's risk
+  // (10h35m - 5h10m + 1h05m = 6h30m) is far beyond the 19m of slack.
+  job_.deadline = At(6h);
+  Quote q = QuoteJob(job_, pools_, T0());
+  EXPECT_TRUE(q.deadline_feasible);
+  EXPECT_EQ(Of(q, 1).why_not, "finishes after the deadline");
+  EXPECT_EQ(Of(q, 4).why_not, "slack 19m does not cover the spot risk of 6h30m");
+  EXPECT_TRUE(Of(q, 3).allowed);
+  EXPECT_EQ(q.recommended, 3);
+}
+
+TEST_F(QuoteTest, NoEstimateWidensTheRangeAndToleranceNoneExcludesSpot) {
+  job_.estimate.reset();  // assume 1h: $3 on-demand, range $1.50 to $6.00
+  job_.tolerance = Tolerance::kNone;
+  Quote q = QuoteJob(job_, pools_, T0());
+  EXPECT_EQ(Of(q, 2).expected_cost, 3'000'000);
+  EXPECT_EQ(Of(q, 2).low_cost, 1'500'000);
+  EXPECT_EQ(Of(q, 2).high_cost, 6'000'000);
+  EXPECT_EQ(Of(q, 4).why_not, "tolerance none never runs on spot");
+}
+
+TEST_F(QuoteTest, NoSafePoolMeansNoDeadlineGuarantee) {
+  job_.deadline = At(100h);
+  Quote q = QuoteJob(job_, {pools_[3]}, T0());
+  EXPECT_FALSE(q.deadline_feasible);
+  EXPECT_NE(q.refusal.find("no reserved or on-demand pool can run this job"), std::string::npos);
+}
+
+TEST(PendingFromSpecTest, CopiesWhatThePolicyNeeds) {
+  model::JobSpec spec;
+  spec.gpus = 4;
+  spec.gpu_types = {"h100"};
+  spec.priority = "high";
+  spec.estimate = 2h;
+  spec.tolerance = Tolerance::kCheckpointed;
+  auto j = PendingFromSpec(spec, T0());
+  EXPECT_EQ(j.gpus, 4);
+  EXPECT_EQ(j.priority_rank, 1);
+  EXPECT_EQ(j.estimate, 2h);
+  EXPECT_EQ(j.created_at, T0());
+}
+
+}  // namespace
+}  // namespace frugal::policy
