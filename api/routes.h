@@ -19,6 +19,7 @@ namespace frugal::api {
 struct Context {
   store::JobStore& store;
   store::WorkerStore& workers;
+  store::CostStore& costs;
   engine::Engine& engine;
   const engine::Advisor& advisor;
   const Clock& clock;
@@ -55,6 +56,7 @@ void RegisterJobRoutes(httplib::Server& server, Context& ctx);
 void RegisterAdminRoutes(httplib::Server& server, Context& ctx);
 void RegisterWorkerRoutes(httplib::Server& server, Context& ctx);
 void RegisterPlacementRoutes(httplib::Server& server, Context& ctx);
+void RegisterReportRoutes(httplib::Server& server, Context& ctx);
 
 // routes_placement.cc: the quote as JSON, and the submit-time deadline check (422 naming
 // `deadline` with the earliest feasible finish when no safe pool can meet it).

@@ -223,16 +223,18 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
 }
 
 struct ApiServer::Impl {
-  Impl(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-       const engine::Advisor& advisor, const Clock& clock, ApiOptions options)
-      : ctx{store, workers, engine, advisor, clock, options} {}
+  Impl(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
+       engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+       ApiOptions options)
+      : ctx{store, workers, costs, engine, advisor, clock, options} {}
   Context ctx;
   httplib::Server server;
 };
 
-ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-                     const engine::Advisor& advisor, const Clock& clock, ApiOptions options)
-    : impl_(std::make_unique<Impl>(store, workers, engine, advisor, clock, options)) {
+ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
+                     engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+                     ApiOptions options)
+    : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, clock, options)) {
   auto& s = impl_->server;
   // httplib answers 413 itself above this, before reading the body.
   s.set_payload_max_length(kMaxBodyBytes);
@@ -256,6 +258,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, engine
   RegisterAdminRoutes(s, impl_->ctx);
   RegisterWorkerRoutes(s, impl_->ctx);
   RegisterPlacementRoutes(s, impl_->ctx);
+  RegisterReportRoutes(s, impl_->ctx);
 }
 
 ApiServer::~ApiServer() = default;

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "scheduler/engine/advisor.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/store/cost_store.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 
@@ -25,8 +26,9 @@ struct ApiOptions {
 
 class ApiServer {
  public:
-  ApiServer(store::JobStore& store, store::WorkerStore& workers, engine::Engine& engine,
-            const engine::Advisor& advisor, const Clock& clock, ApiOptions options);
+  ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
+            engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+            ApiOptions options);
   ~ApiServer();
 
   // Binds host:port (port 0 picks a free one); returns the bound port.

@@ -274,8 +274,8 @@ Commands::Commands(CLI::App& app) {
   });
   app.require_subcommand(1);
   app.fallthrough();  // global options may also come after the subcommand
-  app.add_option("-o,--output", global_.output, "Output format: table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  app.add_option("-o,--output", global_.output, "Output format: table, json or csv (reports)")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   app.add_option("--url", global_.url, "Scheduler URL (default " + std::string(kDefaultUrl) + ")")
       ->check(StatusValidator(
@@ -283,6 +283,7 @@ Commands::Commands(CLI::App& app) {
   app.add_option("--token", global_.token, "API token");
   AddSubmit(app);
   AddWhy(app);
+  AddCost(app);
   AddStatus(app);
   AddList(app);
   AddCancel(app);
@@ -410,7 +411,9 @@ int Commands::Run(std::ostream& out, std::ostream& err) {
   if (!config.ok()) return Fail(err, config.status());
   api::Client client(config->url, config->token);
   if (!client.url_status().ok()) return Fail(err, client.url_status());
-  const OutputFormat format = global_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  const OutputFormat format = global_.output == "json"  ? OutputFormat::kJson
+                              : global_.output == "csv" ? OutputFormat::kCsv
+                                                        : OutputFormat::kTable;
   Session session{client, format, SystemClock().Now(), out, err};
   const Status status = action_(session);
   return status.ok() ? 0 : Fail(err, status);

@@ -25,7 +25,7 @@ class App;
 
 namespace frugal::cli {
 
-enum class OutputFormat { kTable, kJson };
+enum class OutputFormat { kTable, kJson, kCsv };  // csv: reports (frugal cost); else table
 
 // What a command needs once the command line is parsed. Single-threaded.
 struct Session {
@@ -130,6 +130,7 @@ class Commands {
   void AddJobIo(CLI::App& app);    // logs, checkpoint (cli/job_commands.cc)
   void AddPool(CLI::App& admin);   // admin pool (cli/pool_commands.cc)
   void AddWhy(CLI::App& app);      // why (cli/placement_commands.cc)
+  void AddCost(CLI::App& app);     // cost (cli/cost_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -138,6 +139,10 @@ class Commands {
   ListOptions list_;
   std::int64_t job_id_ = 0;  // status and cancel
   std::int64_t why_job_ = 0;
+  struct CostOptions {
+    std::string by = "team";
+    std::string from, to;  // RFC 3339 or -DURATION (ago)
+  } cost_;
   std::string team_name_;    // admin team create
   TokenOptions token_;       // admin token create
   bool follow_ = false;      // logs --follow

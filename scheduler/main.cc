@@ -96,7 +96,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::SystemClock clock;
   frugal::engine::Engine engine(store, **policy, {cfg.cycle_interval, cfg.max_pending_per_cycle});
   frugal::engine::Advisor advisor(store, policy_config);
-  frugal::api::ApiServer server(store, store, engine, advisor, clock,
+  frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());

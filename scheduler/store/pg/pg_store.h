@@ -6,13 +6,14 @@
 #include <mutex>
 #include <string>
 
+#include "scheduler/store/cost_store.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 #include "scheduler/store/pg/pg_conn.h"
 
 namespace frugal::store {
 
-class PgStore final : public JobStore, public WorkerStore {
+class PgStore final : public JobStore, public WorkerStore, public CostStore {
  public:
   // `conninfo` is a libpq connection string or URL; the schema must be migrated already.
   PgStore(std::string conninfo, int pool_size);
@@ -51,6 +52,8 @@ class PgStore final : public JobStore, public WorkerStore {
                                            std::optional<model::TeamId> visible_team,
                                            std::int64_t after_seq, int limit) override;
 
+  StatusOr<CostReport> Cost(const CostQuery& query) override;
+
  private:
   PgPool pool_;
   std::mutex leader_mu_;
@@ -65,6 +68,11 @@ namespace pg {
 Timestamp FromMicros(std::int64_t us);
 std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);
+// A timestamptz parameter (RFC 3339 text, microseconds).
+std::string ToTimeParam(Timestamp t);
+// Writes the ledger entries of every ended, unbilled attempt. Call in the transaction
+// that ends attempts, so an attempt is never ended without its cost.
+StatusOr<int> BillEndedAttempts(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 30;

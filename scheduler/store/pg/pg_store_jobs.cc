@@ -34,6 +34,10 @@ std::string ToMicrosParam(Timestamp t) {
       std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
+std::string ToTimeParam(Timestamp t) {
+  return FormatRfc3339(std::chrono::time_point_cast<std::chrono::microseconds>(t));
+}
+
 Job ParseJob(const PgResult& r, int i, int first) {
   Job j;
   int c = first;

@@ -54,6 +54,7 @@ constexpr const char* kEndLostAttempts =
 StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
                               const std::vector<PgParam>& params) {
   ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts, params));
+  RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   return static_cast<int>(r.Int(0, 0));
 }
 
@@ -297,6 +298,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                            " VALUES ($1, 'state_changed', 'running', $2, $3)",
                            {job_id, to, reason})
                         .status());
+    RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
     ASSIGN_OR_RETURN(auto job, c.Exec("job_by_id_plain",
                                       std::string("SELECT ") + pg::kJobColumns +
                                           " FROM jobs j JOIN teams t ON t.id = j.team_id"

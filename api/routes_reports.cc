@@ -1,0 +1,73 @@
+// Cost reports: GET /v1/reports/cost?by=team|project|user|pool|job&from=&to=. Researchers
+// see their own team's money; admins see everything, plus pool utilisation.
+#include "api/routes.h"
+#include "common/money.h"
+
+namespace frugal::api {
+
+namespace {
+
+json EncodeRow(const store::CostRow& r) {
+  json row = {{"key", r.key},
+              {"spend", FormatDollars(r.spend, true)},
+              {"spend_micros", r.spend},
+              {"useful", FormatDollars(r.spend - r.wasted, true)},
+              {"wasted", FormatDollars(r.wasted, true)},
+              {"wasted_micros", r.wasted},
+              {"gpu_hours", r.gpu_hours},
+              {"jobs", r.jobs},
+              {"succeeded_jobs", r.succeeded_jobs},
+              {"on_demand_equivalent", FormatDollars(r.on_demand_equivalent, true)},
+              {"spot_savings", FormatDollars(r.spot_savings, true)}};
+  row["cost_per_successful_job"] =
+      r.succeeded_jobs > 0 ? json(FormatDollars(r.spend / r.succeeded_jobs, true)) : json(nullptr);
+  return row;
+}
+
+StatusOr<std::optional<Timestamp>> OptionalTime(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::optional<Timestamp>();
+  auto t = ParseRfc3339(req.get_param_value(name));
+  if (!t.ok()) return InvalidArgument(std::string(name) + ": " + t.status().message(), name);
+  return std::optional<Timestamp>(*t);
+}
+
+}  // namespace
+
+void RegisterReportRoutes(httplib::Server& s, Context& ctx) {
+  s.Get("/v1/reports/cost", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                               auto& who) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {"by", "from", "to"}));
+          store::CostQuery q;
+          if (req.has_param("by")) {
+            ASSIGN_OR_RETURN(q.by, store::ParseCostDimension(req.get_param_value("by")));
+          }
+          ASSIGN_OR_RETURN(q.from, OptionalTime(req, "from"));
+          ASSIGN_OR_RETURN(q.to, OptionalTime(req, "to"));
+          if (q.from && q.to && *q.to < *q.from)
+            return InvalidArgument("to must not be before from", "to");
+          q.team = VisibleTeam(*who);
+          ASSIGN_OR_RETURN(auto rep, ctx.costs.Cost(q));
+          json rows = json::array();
+          for (const auto& r : rep.rows) rows.push_back(EncodeRow(r));
+          json pools = json::array();
+          for (const auto& p : rep.pools) {
+            pools.push_back({{"pool", p.pool},
+                             {"capacity_kind", p.capacity_kind},
+                             {"busy_gpu_hours", p.busy_gpu_hours},
+                             {"paid_gpu_hours", p.paid_gpu_hours},
+                             {"utilisation", p.paid_gpu_hours > 0
+                                                 ? json(p.busy_gpu_hours / p.paid_gpu_hours)
+                                                 : json(nullptr)},
+                             {"spend", FormatDollars(p.spend, true)},
+                             {"idle_reserved", FormatDollars(p.idle_reserved, true)}});
+          }
+          return Reply{200, {{"by", store::ToString(q.by)},
+                             {"from", FormatRfc3339(rep.from)},
+                             {"to", FormatRfc3339(rep.to)},
+                             {"rows", rows},
+                             {"total", EncodeRow(rep.total)},
+                             {"pools", pools}}};
+        }));
+}
+
+}  // namespace frugal::api
