@@ -4,6 +4,45 @@
 
 namespace frugal::testing {
 
+// The ledger reconciliation: every row is a discrepancy, so it must return none.
+const char* const kLedgerReconciliation =
+    // Every ended attempt is billed, once, for exactly its interval, GPUs and pool.
+    "SELECT 'attempt ' || a.id || ' ended without a usage entry' FROM attempts a"
+    " WHERE a.ended_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ledger_entries l"
+    "   WHERE l.attempt_id = a.id AND l.kind = 'usage')"
+    " UNION ALL SELECT 'attempt ' || a.id || ' usage entry does not match the attempt'"
+    " FROM attempts a JOIN ledger_entries l ON l.attempt_id = a.id AND l.kind = 'usage'"
+    " JOIN nodes n ON n.id = a.node_id WHERE l.started_at <> a.started_at"
+    "   OR l.ended_at <> a.ended_at OR l.origin_at <> a.started_at OR l.gpus <> a.gpus"
+    "   OR l.pool_id <> n.pool_id OR l.job_id <> a.job_id"
+    " UNION ALL SELECT 'ledger entry ' || l.id || ' amount ' || l.amount_micros || ' <> '"
+    "   || frugal_cost_micros(l.gpus, l.rate_micros_per_gpu_hour, l.origin_at, l.started_at,"
+    "   l.ended_at) FROM ledger_entries l WHERE l.amount_micros <> frugal_cost_micros(l.gpus,"
+    "   l.rate_micros_per_gpu_hour, l.origin_at, l.started_at, l.ended_at)"
+    // Lost work is a part of the attempt's usage, never extra money.
+    " UNION ALL SELECT 'attempt ' || w.attempt_id || ' lost work outside its usage'"
+    " FROM ledger_entries w JOIN ledger_entries u ON u.attempt_id = w.attempt_id"
+    "   AND u.kind = 'usage' WHERE w.kind = 'lost_work' AND (w.started_at < u.started_at"
+    "   OR w.ended_at > u.ended_at OR w.amount_micros > u.amount_micros)"
+    // A team's total is the sum of its jobs', a job's the sum of its attempts'.
+    " UNION ALL SELECT 'team ' || t.team_id || ' total ' || t.total || ' <> jobs ' || j.total"
+    " FROM (SELECT team_id, sum(amount_micros) AS total FROM ledger_entries"
+    "   WHERE kind = 'usage' GROUP BY team_id) t"
+    " JOIN (SELECT jb.team_id, sum(x.total) AS total FROM jobs jb JOIN (SELECT job_id,"
+    "   sum(amount_micros) AS total FROM ledger_entries WHERE kind = 'usage' GROUP BY job_id) x"
+    "   ON x.job_id = jb.id GROUP BY jb.team_id) j ON j.team_id = t.team_id"
+    " WHERE t.total <> j.total"
+    " UNION ALL SELECT 'job ' || l.job_id || ' billed to team ' || l.team_id || ' not its own'"
+    " FROM ledger_entries l JOIN jobs j ON j.id = l.job_id WHERE l.team_id <> j.team_id";
+
+std::vector<std::string> CheckLedger(store::PgConn& c) {
+  std::vector<std::string> problems;
+  auto r = c.ExecScript(kLedgerReconciliation);
+  if (!r.ok()) return {"ledger reconciliation failed to run: " + r.status().ToString()};
+  for (int i = 0; i < r->rows(); ++i) problems.push_back("ledger: " + r->Text(i, 0));
+  return problems;
+}
+
 std::vector<std::string> CheckInvariants(const std::string& conninfo,
                                          const std::vector<std::int64_t>& acknowledged) {
   std::vector<std::string> problems;
@@ -44,6 +83,7 @@ std::vector<std::string> CheckInvariants(const std::string& conninfo,
        " (SELECT id, job_id, step, lag(step) OVER (PARTITION BY job_id ORDER BY id) AS prev"
        " FROM checkpoints) k WHERE prev IS NOT NULL AND step <= prev",
        "checkpoint order");
+  for (const auto& p : CheckLedger(c)) problems.push_back(p);
   return problems;
 }
 
