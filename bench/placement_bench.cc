@@ -32,8 +32,11 @@ model::Snapshot MakeCluster(int pending, int nodes, unsigned seed) {
     int mem;
     double speed, price;
   };
-  const Type types[] = {{"l4", 24, 0.3, 0.8}, {"a10g", 24, 0.4, 1.0}, {"v100", 32, 0.5, 2.5},
-                        {"a100", 80, 1.0, 3.0}, {"h100", 80, 2.2, 6.0}};
+  const Type types[] = {{"l4", 24, 0.3, 0.8},
+                        {"a10g", 24, 0.4, 1.0},
+                        {"v100", 32, 0.5, 2.5},
+                        {"a100", 80, 1.0, 3.0},
+                        {"h100", 80, 2.2, 6.0}};
   const CapacityKind kinds[] = {CapacityKind::kReserved, CapacityKind::kOnDemand,
                                 CapacityKind::kSpot, CapacityKind::kSpot};
   const double price_factor[] = {0.6, 1.0, 0.35, 0.3};
@@ -70,7 +73,7 @@ model::Snapshot MakeCluster(int pending, int nodes, unsigned seed) {
     node.gpu_mem_gb = p.gpu_mem_gb;
     node.lease_expires_at = kNow + 1h;
     int used = 0;
-    while (used < 8 && uniform(0, 1) < 0.6) {
+    while (used < 8 && uniform(0, 1) < 0.75) {
       int g = std::min(8 - used, 1 << pick(4));
       model::RunningAttempt r;
       r.attempt_id = attempt++;
@@ -107,8 +110,8 @@ model::Snapshot MakeCluster(int pending, int nodes, unsigned seed) {
     job.estimate = std::chrono::seconds(600 + pick(48 * 3600));
     job.checkpoint_interval = intervals[pick(3)];
     if (pick(10) < 3) {
-      job.deadline = kNow + std::chrono::seconds(static_cast<long long>(
-                                job.estimate->count() * uniform(1.1, 6.0)));
+      job.deadline = kNow + std::chrono::seconds(
+                                static_cast<long long>(job.estimate->count() * uniform(1.1, 6.0)));
     }
     if (pick(10) == 0) job.progress = uniform(0, 0.9);
     s.pending.push_back(std::move(job));

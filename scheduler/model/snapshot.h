@@ -29,8 +29,8 @@ struct PendingJob {
   std::optional<Timestamp> deadline;
   Timestamp created_at{};
   std::string reason;  // the reason currently stored, so unchanged reasons are not rewritten
-  std::vector<JobId> waiting_for;            // dependencies that have not ended yet
-  std::optional<JobId> failed_dependency;    // a dependency that ended without success
+  std::vector<JobId> waiting_for;          // dependencies that have not ended yet
+  std::optional<JobId> failed_dependency;  // a dependency that ended without success
   std::optional<Seconds> estimate{};  // run time on a speed-1.0 GPU from the start; empty = unknown
   std::optional<Seconds> checkpoint_interval{};  // wall time between checkpoints (checkpointed)
   double progress = 0;  // 0..1 from the latest committed checkpoint: where the next run resumes
@@ -44,16 +44,16 @@ struct RunningAttempt {
   NodeId node_id = 0;
   int gpus = 0;
   int priority_rank = 2;
-  PoolId pool_id = 0;  // the node's pool
-  Timestamp started_at{};  // when this attempt started
+  PoolId pool_id = 0;                             // the node's pool
+  Timestamp started_at{};                         // when this attempt started
   std::optional<Timestamp> last_checkpoint_at{};  // latest committed checkpoint of the job
-  double progress = 0;  // 0..1 at that checkpoint
+  double progress = 0;                            // 0..1 at that checkpoint
   Tolerance tolerance = Tolerance::kRestartable;
   std::optional<Timestamp> deadline{};
-  std::optional<Seconds> estimate{};  // the job's run time on a speed-1.0 GPU
+  std::optional<Seconds> estimate{};             // the job's run time on a speed-1.0 GPU
   std::optional<Seconds> checkpoint_interval{};  // the job's wall time between checkpoints
   std::vector<std::string> gpu_types{};  // the job's allowed types (empty = any), for migration
-  std::optional<int> min_gpu_mem_gb{};  // the job's minimum GPU memory, for migration
+  std::optional<int> min_gpu_mem_gb{};   // the job's minimum GPU memory, for migration
   // When the job was last stopped by priority preemption: not again before a newer checkpoint.
   std::optional<Timestamp> last_priority_preemption_at{};
   bool stopping = false;  // a stop order (preemption, migration, cancel) is outstanding
@@ -66,7 +66,7 @@ struct TeamUsage {
 };
 
 struct Snapshot {
-  Timestamp now{};  // database time at load; the only clock policy code sees
+  Timestamp now{};                  // database time at load; the only clock policy code sees
   std::vector<PendingJob> pending;  // ordered by (priority_rank, id)
   std::vector<RunningAttempt> running;
   std::vector<Node> nodes;  // live nodes only (lease not expired)

@@ -133,8 +133,8 @@ int Capacity::EntryOfPool(model::PoolId id) const {
 
 int Capacity::Headroom(int e) const {
   int a = entries_[e].account;
-  return static_cast<int>(std::clamp(account_cap_[a] - account_used_[a], 0LL,
-                                     static_cast<long long>(INT_MAX)));
+  return static_cast<int>(
+      std::clamp(account_cap_[a] - account_used_[a], 0LL, static_cast<long long>(INT_MAX)));
 }
 
 int Capacity::FreeGpus(int e) const { return std::min(free_sum_[e], Headroom(e)); }
@@ -160,6 +160,13 @@ int Capacity::NewCapacity(int e) const {
 }
 
 void Capacity::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
+
+bool Capacity::CanHost(int e, int gpus, bool multi_node) const {
+  const PoolEntry& pe = entries_[e];
+  if (pe.largest_node >= gpus || (multi_node && pe.largest_node > 0)) return true;
+  int node = pe.pool.node_gpus;
+  return NewCapacity(e) >= gpus && (node <= 0 || gpus <= node || multi_node);
+}
 
 std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node) {
   std::vector<Slice> out;

@@ -47,6 +47,9 @@ class Capacity {
   // GPUs the provider may still add (elastic pools below max_gpus), in-flight requests included.
   int NewCapacity(int e) const;
   void UseNew(int e, int gpus);  // `gpus` of NewCapacity promised to jobs this cycle
+  // True if the entry could ever hold a gang of `gpus`: on its live nodes, or on nodes its
+  // provider may still add.
+  bool CanHost(int e, int gpus, bool multi_node) const;
 
   // Places a gang: best fit on one node (the fullest that still fits, lowest id), or across
   // nodes of this entry when bigger than any node. All or nothing: empty if it does not fit.
@@ -58,8 +61,8 @@ class Capacity {
   const model::Node* NodeById(model::NodeId node) const;
   int EntryOfNode(model::NodeId node) const;
   int NodeFree(model::NodeId node) const;
-  bool NodeBusy(model::NodeId node) const;     // any attempt running, stopping or assigned
-  bool NodeClosed(model::NodeId node) const;   // under notice or kept for a preemptor
+  bool NodeBusy(model::NodeId node) const;    // any attempt running, stopping or assigned
+  bool NodeClosed(model::NodeId node) const;  // under notice or kept for a preemptor
   const std::vector<int>& NodesOf(int e) const { return nodes_of_[e]; }  // node indexes
   const model::Node& NodeAt(int idx) const { return *nodes_[idx].node; }
 
@@ -79,9 +82,9 @@ class Capacity {
   std::map<model::PoolId, int> entry_of_pool_;
   std::vector<NodeState> nodes_;  // ordered by node id
   std::unordered_map<model::NodeId, int> node_index_;
-  std::vector<std::vector<int>> nodes_of_;                   // per entry
-  std::vector<std::map<int, std::set<int>>> by_free_;        // per entry: free -> node indexes
-  std::vector<int> free_sum_;                                // per entry
+  std::vector<std::vector<int>> nodes_of_;             // per entry
+  std::vector<std::map<int, std::set<int>>> by_free_;  // per entry: free -> node indexes
+  std::vector<int> free_sum_;                          // per entry
   // Per account (pool id): max_gpus, GPUs in use or assigned, live GPUs, growth promised.
   std::vector<long long> account_cap_, account_used_, account_live_, account_new_;
 };

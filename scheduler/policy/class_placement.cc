@@ -4,8 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
-#include <cstdio>
-#include <set>
 
 #include "scheduler/policy/min_cost_flow.h"
 
@@ -23,30 +21,40 @@ struct Prep {
   double eta = 0;
 };
 
-// Room per (entry, gang size) at the start of the class: many jobs share a few sizes.
+// Room per (option, gang size) at the start of the class: many jobs share a few sizes, so
+// a flat table for the usual sizes and a map for the rest.
 class RoomCache {
  public:
-  RoomCache(const Capacity& cap, bool multi) : cap_(cap), multi_(multi) {}
+  RoomCache(const Capacity& cap, int options, bool multi)
+      : cap_(cap), multi_(multi), small_(static_cast<size_t>(options) * kSmall, -1) {}
   bool Has(int o, int gpus) { return Room(o, gpus) >= gpus; }
   int Room(int o, int gpus) {
-    long long key = (static_cast<long long>(o) << 32) | static_cast<unsigned>(gpus);
-    auto [it, fresh] = cache_.try_emplace(key, 0);
-    if (fresh) {
-      int e = OptionEntry(o);
-      it->second = OptionIsNew(o) ? cap_.NewCapacity(e) / gpus * gpus
-                                  : cap_.Usable(e, gpus, multi_);
+    int* slot;
+    if (gpus < kSmall) {
+      slot = &small_[static_cast<size_t>(o) * kSmall + gpus];
+    } else {
+      slot =
+          &large_.try_emplace((static_cast<long long>(o) << 32) | static_cast<unsigned>(gpus), -1)
+               .first->second;
     }
-    return it->second;
+    if (*slot < 0) {
+      int e = OptionEntry(o);
+      *slot = OptionIsNew(o) ? cap_.NewCapacity(e) / gpus * gpus : cap_.Usable(e, gpus, multi_);
+    }
+    return *slot;
   }
 
  private:
+  static constexpr int kSmall = 33;
   const Capacity& cap_;
   bool multi_;
-  std::unordered_map<long long, int> cache_;
+  std::vector<int> small_;
+  std::unordered_map<long long, int> large_;
 };
 
-int Bucket(double rate, double step) {
-  return rate <= 0 ? 0 : 1 + static_cast<int>(std::floor(std::log1p(rate) / std::log1p(step)));
+// Log-scale bucket of a positive quantity: factor `f` per bucket.
+int LogBucket(double x, double f) {
+  return x <= 0 ? -1 : static_cast<int>(std::floor(std::log(x) / std::log(f)));
 }
 
 struct KeyHash {
@@ -56,6 +64,33 @@ struct KeyHash {
     return h;
   }
 };
+
+// Jobs whose option rates come from the same inputs share a row: same gang size, same
+// options with room, and the same cost profile (tolerance, checkpoint interval, and the run
+// length where it matters: restart rework on spot, a restore when resuming, lateness).
+// Coarser `level`s widen the buckets so that the flow stays small.
+// At the last level only the tolerance and lateness remain of the profile.
+constexpr int kRowLevels = 5;
+
+void RowKey(const JobOptions& opts, RoomCache& room, int j, int level, std::vector<int>& key) {
+  static constexpr double kFactor[] = {1.25, 1.5, 2.0, 4.0};
+  const JobView& v = opts.view(j);
+  const Work& w = v.work;
+  key.clear();
+  key.push_back(w.gpus);
+  key.push_back(static_cast<int>(w.tolerance));
+  key.push_back(v.late);
+  bool fine = level < kRowLevels - 1;
+  key.push_back(fine ? LogBucket(w.checkpoint_hours, kFactor[level]) : 0);
+  bool run_matters = v.late || w.resumes || w.tolerance == model::Tolerance::kRestartable;
+  key.push_back(fine && run_matters ? LogBucket(w.ref_hours, kFactor[level]) : 0);
+  int word = 0, bit = 0;
+  for (int o = 0; o < opts.options(); ++o) {
+    if (opts.rate(j, o) >= 0 && room.Has(o, w.gpus)) word |= 1 << bit;
+    if (++bit == 31) key.push_back(word), word = 0, bit = 0;
+  }
+  key.push_back(word);
+}
 
 struct Group {
   std::vector<int> members;  // indexes into preps, best score first
@@ -104,7 +139,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     if (va.priority.score != vb.priority.score) return va.priority.score > vb.priority.score;
     return va.job->id < vb.job->id;
   });
-  RoomCache room(cap, config.multi_node_gangs);
+  RoomCache room(cap, options, config.multi_node_gangs);
 
   // 1. Each job's best option with room now, and its cost of staying unplaced.
   std::vector<Prep> preps;
@@ -144,61 +179,66 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   }
   if (preps.empty()) return;
 
-  // 2. Rows of identical jobs; coarser cost buckets until the flow is small enough.
+  // 2. Rows of jobs that would rather run now than wait; coarser rows until the flow is
+  // small. Jobs that may wait for cheaper capacity take what is left, in step 6.
   std::vector<Group> groups;
-  std::vector<int> key;
-  for (double step : {0.01, 0.05, 0.25, 1.0, 4.0}) {
+  std::vector<int> key, waiting;
+  for (int level = 0; level < kRowLevels; ++level) {
     groups.clear();
+    waiting.clear();
     std::unordered_map<std::vector<int>, int, KeyHash> index;
     for (int i = 0; i < static_cast<int>(preps.size()); ++i) {
-      const Prep& p = preps[i];
-      int gpus = opts.view(p.job).work.gpus;
-      key.clear();
-      key.push_back(gpus);
-      key.push_back(p.wait_option >= 0 ? -1 - Bucket(p.unplaced, step) : opts.view(p.job).tier);
-      for (int o = 0; o < options; ++o) {
-        double r = opts.rate(p.job, o);
-        key.push_back(r >= 0 && room.Has(o, gpus) ? Bucket(r, step) : -1);
+      if (preps[i].wait_option >= 0) {
+        waiting.push_back(i);
+        continue;
       }
+      RowKey(opts, room, preps[i].job, level, key);
       auto [it, fresh] = index.try_emplace(key, static_cast<int>(groups.size()));
       if (fresh) groups.emplace_back();
       groups[it->second].members.push_back(i);
     }
-    {
-      std::set<std::pair<int,int>> codes; std::set<std::vector<int>> vecs; int waits = 0;
-      for (auto& [k, g] : index) { codes.insert({k[0], k[1]}); vecs.insert(std::vector<int>(k.begin() + 2, k.end())); waits += k[1] < 0; }
-      fprintf(stderr, "DBG step=%g groups=%zu codes=%zu vecs=%zu waitgroups=%d\n", step, groups.size(), codes.size(), vecs.size(), waits);
-    }
     if (static_cast<int>(groups.size()) <= kMaxFlowRows) break;
   }
 
-  // 3. The flow: rows = groups, bins = options; the top member speaks for its row.
+  // 3. The flow: rows = groups, one source arc per priority tier present, bins = options;
+  // the row's best-scored member speaks for its costs.
   FlowProblem fp;
+  fp.rows = static_cast<int>(groups.size());
   fp.bin_capacity.resize(options);
   for (int o = 0; o < options; ++o) {
     int e = OptionEntry(o);
     fp.bin_capacity[o] = OptionIsNew(o) ? cap.NewCapacity(e) : cap.FreeGpus(e);
   }
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
-    const Prep& top = preps[groups[g].members.front()];
-    int gpus = opts.view(top.job).work.gpus;
-    fp.supply.push_back(static_cast<std::int64_t>(groups[g].members.size()) * gpus);
-    fp.unplaced_cost.push_back(std::llround(top.unplaced));
-    for (int o = 0; o < options; ++o) {
-      double r = opts.rate(top.job, o);
-      if (r < 0 || !room.Has(o, gpus)) continue;
-      fp.arcs.push_back({g, o, room.Room(o, gpus), std::llround(r)});
+  std::vector<std::pair<double, int>> row_arcs;
+  for (int g = 0; g < fp.rows; ++g) {
+    const auto& members = groups[g].members;
+    int top = preps[members.front()].job;
+    int gpus = opts.view(top).work.gpus;
+    for (size_t k = 0; k < members.size();) {
+      int tier = opts.view(preps[members[k]].job).tier;
+      size_t n = 0;
+      for (; k < members.size() && opts.view(preps[members[k]].job).tier == tier; ++k) ++n;
+      fp.sources.push_back({g, static_cast<std::int64_t>(n) * gpus, (7 - tier) * kTierStep});
     }
+    // The row's cheapest options only: each arc costs every augmentation a relaxation, and
+    // a job that would have needed a dearer one is placed by the repair step if room is left.
+    row_arcs.clear();
+    for (int o = 0; o < options; ++o) {
+      double r = opts.rate(top, o);
+      if (r >= 0 && room.Has(o, gpus)) row_arcs.push_back({r, o});
+    }
+    std::sort(row_arcs.begin(), row_arcs.end());
+    if (row_arcs.size() > kMaxArcsPerRow) row_arcs.resize(kMaxArcsPerRow);
+    for (auto [r, o] : row_arcs) fp.arcs.push_back({g, o, room.Room(o, gpus), std::llround(r)});
   }
   FlowSolution sol = SolveMinCostFlow(fp);
-  fprintf(stderr, "DBG jobs=%zu preps=%zu groups=%zu arcs=%zu greedy=%d\n", jobs.size(), preps.size(), groups.size(), fp.arcs.size(), (int)sol.used_greedy);
 
-  // 4. Rounding: whole gangs per row and option, cheapest option to the best scores.
+  // 4. Rounding: whole gangs per row and option; the cheapest option to the best scores.
   std::vector<std::vector<int>> arcs_of(groups.size());
   for (int a = 0; a < static_cast<int>(fp.arcs.size()); ++a) arcs_of[fp.arcs[a].row].push_back(a);
   std::vector<std::pair<int, int>> picks;  // prep index, option
-  std::vector<int> leftovers;
-  for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
+  std::vector<int> leftovers = waiting;
+  for (int g = 0; g < fp.rows; ++g) {
     auto& arcs = arcs_of[g];
     std::stable_sort(arcs.begin(), arcs.end(),
                      [&](int a, int b) { return fp.arcs[a].cost < fp.arcs[b].cost; });
@@ -206,7 +246,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     int gpus = opts.view(preps[members.front()].job).work.gpus;
     size_t next = 0;
     for (int a : arcs) {
-      for (std::int64_t n = sol.flow[a] / gpus; n > 0 && next < members.size(); --n)
+      for (std::int64_t n = sol.arc_flow[a] / gpus; n > 0 && next < members.size(); --n)
         picks.push_back({members[next++], fp.arcs[a].bin});
     }
     while (next < members.size()) leftovers.push_back(members[next++]);
@@ -239,8 +279,8 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     if (!try_option(pi, o)) leftovers.push_back(pi);
   }
 
-  // 6. Repair: what rounding or fragmentation left over, best score first, on any option
-  // still cheaper than leaving the job unplaced.
+  // 6. Repair, best score first: what rounding or fragmentation left over, and the jobs
+  // that may wait, on any option with room that is cheaper than not running now.
   std::sort(leftovers.begin(), leftovers.end());
   std::vector<int> order;
   for (int pi : leftovers) {
@@ -249,14 +289,14 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     order.clear();
     for (int o = 0; o < options; ++o) {
       double r = opts.rate(p.job, o);
-      if (r >= 0 && r < p.unplaced) order.push_back(o);
+      if (r < 0 || r >= p.unplaced) continue;
+      int e = OptionEntry(o);
+      if ((OptionIsNew(o) ? cap.NewCapacity(e) : cap.FreeGpus(e)) >= gpus) order.push_back(o);
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return opts.rate(p.job, a) < opts.rate(p.job, b); });
     bool done = false;
     for (int o : order) {
-      int e = OptionEntry(o);
-      if (!OptionIsNew(o) && cap.FreeGpus(e) < gpus) continue;
       if ((done = try_option(pi, o))) break;
     }
     if (done) continue;

@@ -1,10 +1,14 @@
 // Placement of one priority class on the capacity left by the classes above it.
-// Identical jobs (same GPUs, same option costs within a quantum, same unplaced cost) are
-// aggregated into rows of a min-cost flow over pools; the flow's GPUs per row and pool are
-// rounded down to whole gangs, gangs are bin-packed onto nodes (largest first, best fit),
-// and whatever rounding or packing left over is repaired greedily in priority order.
+// Jobs with the same gang size, the same options with room and the same cost profile are
+// aggregated into rows of a min-cost max-flow over pools (min_cost_flow.h), with one source
+// arc per priority tier so higher scores get capacity first and money decides among equals.
+// The flow's GPUs per row and pool are rounded down to whole gangs, gangs are bin-packed
+// onto nodes (largest first, best fit), and what rounding or packing left over, plus the
+// jobs that would rather wait for cheaper capacity, are placed greedily in score order.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "scheduler/policy/capacity.h"
@@ -29,12 +33,15 @@ struct JobResult {
   double eta_hours = 0;  // kWaitCheaper: when `option` is expected to have room
 };
 
-// Unplaced penalty per GPU when waiting is not a choice: above any money cost, and higher
-// for higher scores, so scarce capacity goes to the higher-priority jobs of the class.
+// Cost per GPU of leaving a job unplaced when waiting is not its choice: above any rate.
 constexpr double kUnplacedPenalty = 1e13;
-// Rows beyond this make the flow slow (one Dijkstra per augmentation); costs are then
-// bucketed more coarsely until the rows fit.
+// Source-arc cost per priority tier below the top (7 - tier): above any difference in
+// money a path can make, so capacity goes to higher tiers first and money decides within.
+constexpr std::int64_t kTierStep = 1'000'000'000'000;
+// Rows beyond this make the flow slow (one Dijkstra per augmentation); rows are then
+// bucketed more coarsely until they fit.
 constexpr int kMaxFlowRows = 256;
+constexpr size_t kMaxArcsPerRow = 6;
 
 // Decides every job in `jobs` (indexes into `options`, all of one class) and updates
 // `capacity`. `results` is indexed like `options`.

@@ -18,9 +18,9 @@ namespace {
 void Dependencies(const model::Snapshot& s, model::Plan& plan) {
   for (const auto& job : s.pending) {
     if (job.failed_dependency) {
-      plan.cancels.push_back({job.id, "cancelled: dependency " +
-                                          std::to_string(*job.failed_dependency) +
-                                          " did not succeed"});
+      plan.cancels.push_back(
+          {job.id,
+           "cancelled: dependency " + std::to_string(*job.failed_dependency) + " did not succeed"});
     } else if (!job.waiting_for.empty()) {
       std::string ids;
       for (auto id : job.waiting_for) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
@@ -54,12 +54,11 @@ void Migrations(const model::Snapshot& s, const Capacity& cap, const PolicyConfi
       const PoolEntry& pe = cap.entry(e);
       if (!IsSafe(pe.pool.kind) || !PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
       bool room_now = cap.Usable(e, gpus, config.multi_node_gangs) >= gpus;
-      bool hosts = pe.largest_node >= gpus || cap.NewCapacity(e) >= gpus ||
-                   (config.multi_node_gangs && pe.largest_node > 0);
-      if (!hosts) continue;
+      if (!cap.CanHost(e, gpus, config.multi_node_gangs)) continue;
       double h = SafeHours(work, pe.pool);
       safe_hours = std::min(safe_hours, h);
-      if ((room_now || cap.NewCapacity(e) >= gpus) && h < target_hours) target_hours = h, target = e;
+      if ((room_now || cap.NewCapacity(e) >= gpus) && h < target_hours)
+        target_hours = h, target = e;
     }
     if (target < 0) continue;  // nowhere safe to go: staying on spot is the better bet
     DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
@@ -73,8 +72,8 @@ void Migrations(const model::Snapshot& s, const Capacity& cap, const PolicyConfi
   }
 }
 
-void Releases(const model::Snapshot& s, const Capacity& cap,
-              const std::set<model::PoolId>& growing, model::Plan& plan) {
+void Releases(const model::Snapshot& s, const Capacity& cap, const std::set<model::PoolId>& growing,
+              model::Plan& plan) {
   std::vector<const model::Node*> nodes;
   for (const auto& n : s.nodes) nodes.push_back(&n);
   std::sort(nodes.begin(), nodes.end(), [](auto* a, auto* b) { return a->id < b->id; });
@@ -177,7 +176,8 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
     growing.insert(pool.id);
     // GPUs already asked for and still starting count towards these jobs.
     int need = g.first - std::max(0, pool.requested_gpus);
-    if (need > 0) plan.node_requests.push_back({pool.id, need, RequestReason(g.second, need, pool)});
+    if (need > 0)
+      plan.node_requests.push_back({pool.id, need, RequestReason(g.second, need, pool)});
   }
   Releases(s, cap, growing, plan);
   return plan;

@@ -24,9 +24,12 @@ std::string RoughHours(double hours) {
 
 std::string KindName(model::CapacityKind kind) {
   switch (kind) {
-    case model::CapacityKind::kReserved: return "reserved";
-    case model::CapacityKind::kOnDemand: return "on-demand";
-    case model::CapacityKind::kSpot: return "spot";
+    case model::CapacityKind::kReserved:
+      return "reserved";
+    case model::CapacityKind::kOnDemand:
+      return "on-demand";
+    case model::CapacityKind::kSpot:
+      return "spot";
   }
   return "unknown";
 }
@@ -114,7 +117,8 @@ std::string Explainer::DeadlineNote(int j, int o, const Estimate& e) const {
     s += "; slack " + RoughHours(v.deadline.slack_hours) + " covers the risk of " +
          RoughHours(SpotRiskHours(e, v.deadline));
   }
-  if (!v.work.estimated) s += " (no estimate: assumed " + RoughHours(Hours(config_.default_estimate)) + ")";
+  if (!v.work.estimated)
+    s += " (no estimate: assumed " + RoughHours(Hours(config_.default_estimate)) + ")";
   return s;
 }
 
@@ -152,8 +156,8 @@ std::string Explainer::NewNode(int j, const JobResult& r) const {
   Estimate e = options_.EstimateFor(j, r.option);
   const model::Pool& p = capacity_.entry(OptionEntry(r.option)).pool;
   std::string s = "waiting for a new node in " + PoolLabel(r.option) + " (requested, ready in ~" +
-                  RoughHours(Hours(p.startup_delay)) + "): expected " +
-                  Dollars(e.cost) + " for " + RoughHours(e.wall_hours);
+                  RoughHours(Hours(p.startup_delay)) + "): expected " + Dollars(e.cost) + " for " +
+                  RoughHours(e.wall_hours);
   if (p.kind == model::CapacityKind::kOnDemand) {
     std::string why = WhyNotCheaper(j, r.option);
     if (!why.empty()) s += "; " + why;
@@ -186,28 +190,36 @@ std::string Explainer::WaitCheaper(int j, const JobResult& r) const {
 
 std::string Explainer::NoCapacity(int j) const {
   const JobView& v = options_.view(j);
-  std::vector<std::string> names;
+  std::vector<int> entries;
   for (int e = 0; e < capacity_.size(); ++e) {
-    if (options_.rate(j, 2 * e) >= 0 || options_.rate(j, 2 * e + 1) >= 0)
-      names.push_back(capacity_.entry(e).pool.name);
+    if (options_.rate(j, 2 * e) >= 0 || options_.rate(j, 2 * e + 1) >= 0) entries.push_back(e);
   }
-  std::string list;
-  for (size_t i = 0; i < names.size() && i < 3; ++i) list += (i ? ", " : "") + names[i];
-  if (names.size() > 3) list += " +" + std::to_string(names.size() - 3) + " more";
-  return "waiting: no room for " + Gpus(v.work.gpus) + " in the pool(s) it may use (" + list +
+  auto [it, fresh] = pool_lists_.try_emplace(entries);
+  if (fresh) {
+    std::string& list = it->second;
+    for (size_t i = 0; i < entries.size() && i < 3; ++i)
+      list += (i ? ", " : "") + capacity_.entry(entries[i]).pool.name;
+    if (entries.size() > 3) list += " +" + std::to_string(entries.size() - 3) + " more";
+  }
+  return "waiting: no room for " + Gpus(v.work.gpus) + " in the pool(s) it may use (" + it->second +
          ")";
 }
 
 std::string Explainer::NoOption(int j) const {
   const JobView& v = options_.view(j);
   const model::PendingJob& job = *v.job;
+  const bool multi = config_.multi_node_gangs;
   bool elastic = false, safe_fits = false, holds = false;
   for (int e = 0; e < capacity_.size(); ++e) {
     const PoolEntry& pe = capacity_.entry(e);
-    elastic = elastic || (pe.pool.elastic && !pe.derived);
-    if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, pe.pool)) continue;
-    safe_fits = safe_fits || IsSafe(pe.pool.kind);
-    holds = holds || pe.largest_node >= job.gpus || (pe.pool.elastic && pe.pool.max_gpus >= job.gpus);
+    const model::Pool& p = pe.pool;
+    bool grows = p.elastic && !pe.derived;
+    elastic = elastic || grows;
+    if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p)) continue;
+    safe_fits = safe_fits || IsSafe(p.kind);
+    holds =
+        holds || pe.largest_node >= job.gpus || (multi && pe.largest_node > 0) ||
+        (grows && p.max_gpus >= job.gpus && (p.node_gpus <= 0 || p.node_gpus >= job.gpus || multi));
   }
   if (snapshot_.nodes.empty() && !elastic) return "waiting: no live nodes are registered";
   if (!v.any_type_fits) {
@@ -219,7 +231,10 @@ std::string Explainer::NoOption(int j) const {
   if (!safe_fits && job.tolerance == model::Tolerance::kNone)
     return "waiting: only spot pools have an allowed GPU type, and tolerance none never runs on "
            "spot";
-  if (!holds) return "waiting: no pool of an allowed type can hold " + Gpus(job.gpus) + " at once";
+  if (!holds) {
+    return "waiting: no pool of an allowed type can hold " + Gpus(job.gpus) +
+           (multi ? " at once" : " on one node");
+  }
   return "waiting: no pool of an allowed type can run it now";
 }
 
@@ -247,22 +262,22 @@ std::string VictimReason(const model::PendingJob& preemptor, int gpus, const mod
   std::snprintf(buf, sizeof buf, "%.2f GPU-h since its last checkpoint, %.2f GPU-h to restore",
                 cost.lost_gpu_hours, cost.restart_gpu_hours);
   return "preempted by priority: job " + std::to_string(preemptor.id) + " (" +
-         ClassName(preemptor.priority_rank, config) + ") needs " + Gpus(gpus) + " on " +
-         node.name + "; this job loses the least there (" + buf + ")";
+         ClassName(preemptor.priority_rank, config) + ") needs " + Gpus(gpus) + " on " + node.name +
+         "; this job loses the least there (" + buf + ")";
 }
 
 std::string MigrationReason(const model::Pool& spot, double slack_hours, double loss_hours,
                             const model::Pool& safe) {
-  return "moving off spot " + spot.name + " before the deadline: slack " +
-         RoughHours(slack_hours) + " no longer covers a reclaim (up to " +
-         RoughHours(loss_hours) + " lost); checkpoint and resume on " + KindName(safe.kind) +
-         " " + safe.name;
+  return "moving off spot " + spot.name + " before the deadline: slack " + RoughHours(slack_hours) +
+         " no longer covers a reclaim (up to " + RoughHours(loss_hours) +
+         " lost); checkpoint and resume on " + KindName(safe.kind) + " " + safe.name;
 }
 
 std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus,
                           const model::Pool& pool) {
   std::string ids;
-  for (size_t i = 0; i < jobs.size() && i < 5; ++i) ids += (i ? ", " : "") + std::to_string(jobs[i]);
+  for (size_t i = 0; i < jobs.size() && i < 5; ++i)
+    ids += (i ? ", " : "") + std::to_string(jobs[i]);
   if (jobs.size() > 5) ids += " +" + std::to_string(jobs.size() - 5) + " more";
   return Gpus(gpus) + " for job(s) " + ids + ": cheapest placement that meets their needs is " +
          "new capacity in " + KindName(pool.kind) + " " + pool.name + " (ready in ~" +

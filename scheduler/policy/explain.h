@@ -3,7 +3,9 @@
 // below 10h, hours below 10 days) so a waiting job's reason does not change every cycle.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
@@ -15,8 +17,8 @@
 
 namespace frugal::policy {
 
-std::string Dollars(Micros m);         // "$24.00"
-std::string RoughHours(double hours);  // "45m", "2h5m", "31h", "12d"
+std::string Dollars(Micros m);                   // "$24.00"
+std::string RoughHours(double hours);            // "45m", "2h5m", "31h", "12d"
 std::string KindName(model::CapacityKind kind);  // "reserved", "on-demand", "spot"
 
 // Reasons for the jobs of one Decide.
@@ -47,6 +49,7 @@ class Explainer {
   const Capacity& capacity_;
   const JobOptions& options_;
   const PolicyConfig& config_;
+  mutable std::map<std::vector<int>, std::string> pool_lists_;  // NoCapacity, by entries
 };
 
 // The stop reason of a priority-preemption victim.
@@ -61,8 +64,7 @@ namespace frugal::policy {
 std::string MigrationReason(const model::Pool& spot, double slack_hours, double loss_hours,
                             const model::Pool& safe);
 // A node request for the jobs that are cheapest on capacity the pool can add.
-std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus,
-                          const model::Pool& pool);
+std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus, const model::Pool& pool);
 std::string ReleaseReason(double idle_hours, const model::Pool& pool);
 
 }  // namespace frugal::policy

@@ -50,11 +50,12 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       if (!fits[e]) continue;
       v.any_type_fits = true;
       const PoolEntry& pe = cap.entry(e);
-      bool hosts = (pe.largest_node >= job.gpus || (config.multi_node_gangs && pe.largest_node > 0)) ||
-                   cap.NewCapacity(e) > 0;
-      if (hosts && IsSafe(pe.pool.kind)) safe_hours = std::min(safe_hours, SafeHours(v.work, pe.pool));
+      if (IsSafe(pe.pool.kind) && cap.CanHost(e, job.gpus, config.multi_node_gangs))
+        safe_hours = std::min(safe_hours, SafeHours(v.work, pe.pool));
     }
-    v.deadline = ViewDeadline(job.deadline, s.now, safe_hours, config);
+    // With no safe capacity to fall back on, a deadline cannot be guarded: best effort.
+    bool guarded = safe_hours < kNoLimit;
+    v.deadline = ViewDeadline(guarded ? job.deadline : std::nullopt, s.now, safe_hours, config);
     v.late = !v.deadline.Feasible();
     v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
     v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
@@ -69,8 +70,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
         if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
         if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.multi_node_gangs)
           continue;
-      } else if (pe.largest_node <= 0 ||
-                 (job.gpus > pe.largest_node && !config.multi_node_gangs)) {
+      } else if (pe.largest_node <= 0 || (job.gpus > pe.largest_node && !config.multi_node_gangs)) {
         continue;
       }
       Estimate est = EstimateOn(v.work, pe.pool, Nodes(static_cast<int>(j), o), fresh_node);
@@ -78,10 +78,10 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       if (v.late) {
         // Missing the deadline anyway: safe capacity only, the earliest finish first.
         if (!IsSafe(pe.pool.kind)) continue;
-        rate = std::min(kMaxRate, (est.startup_hours + est.wall_hours) * kLateRatePerHour);
+        double per_ref = (est.startup_hours + est.wall_hours) / std::max(v.work.ref_hours, 1e-3);
+        rate = std::min(kMaxRate, per_ref * kLateRatePerHour);
       } else {
-        bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline)
-                                       : SpotCovered(est, v.deadline);
+        bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline) : SpotCovered(est, v.deadline);
         if (!ok) continue;
         rate = DecisionRate(v.work, pe.pool, est, config);
         if (fresh_node) rate = rate * kNewNodeFactor + 1;

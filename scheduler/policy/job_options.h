@@ -22,16 +22,15 @@ struct JobView {
   Work work;
   DeadlineView deadline;
   PriorityFactors priority;
-  int tier = 0;              // priority score in 8 steps (0 lowest): the unplaced penalty
+  int tier = 0;                // priority score in 8 steps (0 lowest): the unplaced penalty
   bool any_type_fits = false;  // some entry has the GPU type and memory asked for
-  bool late = false;         // the deadline cannot be met anywhere: earliest finish wins
+  bool late = false;           // the deadline cannot be met anywhere: earliest finish wins
 };
 
 // Option rates of every job, flat: rate(j, o) < 0 means "not allowed".
 class JobOptions {
  public:
-  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity,
-             const PolicyConfig& config);
+  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity, const PolicyConfig& config);
 
   int jobs() const { return static_cast<int>(views_.size()); }
   int options() const { return options_; }
@@ -52,8 +51,9 @@ class JobOptions {
 
 // Extra cost per unit on a node that does not exist yet: existing capacity wins ties.
 constexpr double kNewNodeFactor = 1.01;
-// Rate of a job that will be late anyway, per hour until it finishes: earliest wins.
+// Rate of a job that will be late anyway, per hour until it finishes and per reference
+// hour of work (so it does not depend on the job's length): the earliest finish wins.
 constexpr double kLateRatePerHour = 1e9;
-constexpr double kMaxRate = 5e12;
+constexpr double kMaxRate = 1e11;  // rates stay far below class_placement's tier step
 
 }  // namespace frugal::policy

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/successive_shortest_path_nonnegative_weights.hpp>
-#include <limits>
 
 namespace frugal::policy {
 
@@ -38,35 +37,41 @@ class Builder {
     return e;
   }
   Graph& graph() { return g_; }
+  long Flow(Edge e) const {
+    return boost::get(boost::edge_capacity, g_, e) -
+           boost::get(boost::edge_residual_capacity, g_, e);
+  }
 
  private:
   Graph g_;
 };
 
-// Every row on its cheapest option (lowest index on ties). Optimal when it fits: each row
-// then pays its own minimum, a lower bound on any solution.
 bool TryGreedy(const FlowProblem& p, FlowSolution& out) {
-  std::vector<std::int64_t> bin_load(p.bin_capacity.size(), 0);
-  std::vector<int> best(p.supply.size(), -1);
+  std::vector<std::int64_t> supply(p.rows, 0), bin_load(p.bin_capacity.size(), 0);
+  for (const auto& s : p.sources) supply[s.row] += s.supply;
+  std::vector<int> best(p.rows, -1);
   for (int a = 0; a < static_cast<int>(p.arcs.size()); ++a) {
     const auto& arc = p.arcs[a];
     if (arc.capacity <= 0 || p.bin_capacity[arc.bin] <= 0) continue;
-    if (arc.cost >= p.unplaced_cost[arc.row]) continue;
     if (best[arc.row] < 0 || arc.cost < p.arcs[best[arc.row]].cost) best[arc.row] = a;
   }
-  out.flow.assign(p.arcs.size(), 0);
-  out.cost = 0;
-  for (size_t r = 0; r < p.supply.size(); ++r) {
-    if (best[r] < 0) {
-      out.cost += p.supply[r] * p.unplaced_cost[r];
-      continue;
-    }
+  out.arc_flow.assign(p.arcs.size(), 0);
+  for (int r = 0; r < p.rows; ++r) {
+    // A row with nowhere to go places nothing in any solution.
+    if (supply[r] == 0 || best[r] < 0) continue;
     const auto& arc = p.arcs[best[r]];
-    if (arc.capacity < p.supply[r]) return false;
-    bin_load[arc.bin] += p.supply[r];
+    if (arc.capacity < supply[r]) return false;
+    bin_load[arc.bin] += supply[r];
     if (bin_load[arc.bin] > p.bin_capacity[arc.bin]) return false;
-    out.flow[best[r]] = p.supply[r];
-    out.cost += p.supply[r] * arc.cost;
+    out.arc_flow[best[r]] = supply[r];
+    out.cost += supply[r] * arc.cost;
+    out.flow += supply[r];
+  }
+  out.source_flow.clear();
+  for (const auto& s : p.sources) {
+    std::int64_t f = best[s.row] >= 0 ? s.supply : 0;
+    out.source_flow.push_back(f);
+    out.cost += f * s.cost;
   }
   out.used_greedy = true;
   return true;
@@ -79,27 +84,24 @@ FlowSolution SolveMinCostFlow(const FlowProblem& p, bool force_flow) {
   if (!force_flow && TryGreedy(p, out)) return out;
   out = FlowSolution{};
 
-  const int rows = static_cast<int>(p.supply.size());
   const int bins = static_cast<int>(p.bin_capacity.size());
-  const int source = 0, sink = 1, row0 = 2, bin0 = 2 + rows;
-  Builder b(2 + rows + bins);
-  for (int r = 0; r < rows; ++r) {
-    if (p.supply[r] <= 0) continue;
-    b.Add(source, row0 + r, p.supply[r], 0);
-    b.Add(row0 + r, sink, p.supply[r], static_cast<double>(p.unplaced_cost[r]));
+  const int source = 0, sink = 1, row0 = 2, bin0 = 2 + p.rows;
+  Builder b(2 + p.rows + bins);
+  std::vector<std::pair<int, Edge>> source_edges, arc_edges;
+  for (int i = 0; i < static_cast<int>(p.sources.size()); ++i) {
+    const auto& s = p.sources[i];
+    if (s.supply > 0)
+      source_edges.push_back(
+          {i, b.Add(source, row0 + s.row, s.supply, static_cast<double>(s.cost))});
+  }
+  for (int a = 0; a < static_cast<int>(p.arcs.size()); ++a) {
+    const auto& arc = p.arcs[a];
+    if (arc.capacity <= 0 || p.bin_capacity[arc.bin] <= 0) continue;
+    arc_edges.push_back(
+        {a, b.Add(row0 + arc.row, bin0 + arc.bin, arc.capacity, static_cast<double>(arc.cost))});
   }
   for (int k = 0; k < bins; ++k) {
     if (p.bin_capacity[k] > 0) b.Add(bin0 + k, sink, p.bin_capacity[k], 0);
-  }
-  std::vector<std::pair<int, Edge>> arc_edges;
-  for (int a = 0; a < static_cast<int>(p.arcs.size()); ++a) {
-    const auto& arc = p.arcs[a];
-    if (arc.capacity <= 0 || p.supply[arc.row] <= 0 || p.bin_capacity[arc.bin] <= 0) continue;
-    // An arc dearer than staying unplaced never carries flow: leave it out.
-    if (arc.cost >= p.unplaced_cost[arc.row]) continue;
-    long cap = static_cast<long>(std::min(arc.capacity, p.supply[arc.row]));
-    arc_edges.push_back({a, b.Add(row0 + arc.row, bin0 + arc.bin, cap,
-                                  static_cast<double>(arc.cost))});
   }
 
   Graph& g = b.graph();
@@ -115,16 +117,16 @@ FlowSolution SolveMinCostFlow(const FlowProblem& p, bool force_flow) {
       boost::make_iterator_property_map(dist.begin(), index),
       boost::make_iterator_property_map(dist_prev.begin(), index));
 
-  out.flow.assign(p.arcs.size(), 0);
-  std::vector<std::int64_t> placed(rows, 0);
+  out.arc_flow.assign(p.arcs.size(), 0);
+  out.source_flow.assign(p.sources.size(), 0);
   for (auto& [a, e] : arc_edges) {
-    long f = boost::get(boost::edge_capacity, g, e) - boost::get(boost::edge_residual_capacity, g, e);
-    out.flow[a] = f;
-    placed[p.arcs[a].row] += f;
-    out.cost += f * p.arcs[a].cost;
+    out.arc_flow[a] = b.Flow(e);
+    out.cost += out.arc_flow[a] * p.arcs[a].cost;
+    out.flow += out.arc_flow[a];
   }
-  for (int r = 0; r < rows; ++r) {
-    out.cost += std::max<std::int64_t>(0, p.supply[r] - placed[r]) * p.unplaced_cost[r];
+  for (auto& [i, e] : source_edges) {
+    out.source_flow[i] = b.Flow(e);
+    out.cost += out.source_flow[i] * p.sources[i].cost;
   }
   return out;
 }

@@ -11,8 +11,7 @@ StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name) {
   return MakePolicy(name, PolicyConfig{});
 }
 
-StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name,
-                                             const PolicyConfig& config) {
+StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const PolicyConfig& config) {
   if (name == "placement/fifo") return std::unique_ptr<Policy>(new FifoPolicy());
   if (name == "placement/cost") return std::unique_ptr<Policy>(new CostPolicy(config));
   std::string known;

@@ -46,7 +46,7 @@ struct PolicyConfig {
   // Assumed time until an overdue running job (past its estimate) ends.
   Seconds overdue_eta = 10min;
   int max_preemptions_per_cycle = 16;  // stops for priority per cycle: bounds churn
-  bool multi_node_gangs = true;  // a gang larger than any node of a pool may span its nodes
+  bool multi_node_gangs = true;        // a gang larger than any node of a pool may span its nodes
   // Reserved capacity is already paid for: its marginal cost is its price times this
   // (not 0, so that among reserved pools the cheaper-per-work one still wins).
   double reserved_cost_weight = 0.001;

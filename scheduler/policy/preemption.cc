@@ -81,10 +81,17 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
   for (int e = 0; e < capacity_.size(); ++e) {
     if (opts.rate(j, 2 * e) >= 0 && gpus <= capacity_.entry(e).largest_node) entries.push_back(e);
   }
-  if (entries.empty() || TryStopping(opts, j, entries, room)) return room;
-  if (budget_ <= 0) return room;
-  std::vector<int> shape = {rank, gpus};
+  if (entries.empty()) return room;
+  // Failures are remembered by shape: room only shrinks during a Decide, so a shape that
+  // found none will not find any later (this bounds the work for a large backlog).
+  std::vector<int> shape = {gpus};
   shape.insert(shape.end(), entries.begin(), entries.end());
+  if (!no_stopping_.count(shape)) {
+    if (TryStopping(opts, j, entries, room)) return room;
+    no_stopping_.insert(shape);
+  }
+  if (budget_ <= 0) return room;
+  shape.push_back(rank);
   if (failed_.count(shape)) return room;
 
   // The node where making room throws away the least: (lost + restore GPU-hours, victims, id).

@@ -61,12 +61,13 @@ class Preemptor {
   const PolicyConfig& config_;
   Capacity& capacity_;
   std::vector<Victim> victims_;
-  std::map<model::NodeId, std::vector<OnNode>> on_node_;  // cheapest victim first
-  std::vector<std::vector<model::NodeId>> victim_nodes_;  // per entry
+  std::map<model::NodeId, std::vector<OnNode>> on_node_;    // cheapest victim first
+  std::vector<std::vector<model::NodeId>> victim_nodes_;    // per entry
   std::vector<std::vector<model::NodeId>> stopping_nodes_;  // per entry
   std::set<model::AttemptId> stopped_;
   std::map<model::NodeId, int> soon_free_;  // GPUs of stopping attempts per node
-  std::set<std::vector<int>> failed_;  // (rank, gpus, entries...) that found no room
+  std::set<std::vector<int>> failed_;       // (rank, gpus, entries...) that found no victims
+  std::set<std::vector<int>> no_stopping_;  // (gpus, entries...) with no stopping room
   int budget_ = 0;
 };
 

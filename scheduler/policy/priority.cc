@@ -38,8 +38,8 @@ double SizeFactor(int gpus, int largest_gpus) {
 }
 
 double WeightedScore(const PriorityFactors& f, const FactorWeights& w) {
-  double total = std::max(0.0, w.age) + std::max(0.0, w.fair_share) +
-                 std::max(0.0, w.urgency) + std::max(0.0, w.size);
+  double total = std::max(0.0, w.age) + std::max(0.0, w.fair_share) + std::max(0.0, w.urgency) +
+                 std::max(0.0, w.size);
   if (total <= 0) return 0.0;
   return (std::max(0.0, w.age) * f.age + std::max(0.0, w.fair_share) * f.fair_share +
           std::max(0.0, w.urgency) * f.urgency + std::max(0.0, w.size) * f.size) /

@@ -62,8 +62,7 @@ struct VictimCost {
   double restart_gpu_hours = 0;
   double Total() const { return lost_gpu_hours + restart_gpu_hours; }
 };
-VictimCost CostToPreempt(const model::RunningAttempt& a, Timestamp now,
-                         const PolicyConfig& config);
+VictimCost CostToPreempt(const model::RunningAttempt& a, Timestamp now, const PolicyConfig& config);
 
 // Name of a class rank ("normal"), or "rank N" past the configured list.
 std::string ClassName(int rank, const PolicyConfig& config);

@@ -21,7 +21,7 @@ struct PoolQuote {
   model::CapacityKind kind = model::CapacityKind::kOnDemand;
   std::string gpu_type;
   bool allowed = false;
-  std::string why_not;      // when not allowed: type, tolerance, size or deadline
+  std::string why_not;       // when not allowed: type, tolerance, size or deadline
   Micros expected_cost = 0;  // price x GPUs x expected wall time (reserved: already paid)
   Micros low_cost = 0;       // no reclaim (and half the default estimate without one)
   Micros high_cost = 0;      // expected reclaims + 2 sigma, each losing the most it can
@@ -31,9 +31,9 @@ struct PoolQuote {
 };
 
 struct Quote {
-  std::vector<PoolQuote> pools;  // every pool, by id
-  std::optional<model::PoolId> recommended;  // what placement/cost prefers, capacity permitting
-  std::string recommendation;                // why, with numbers
+  std::vector<PoolQuote> pools;                 // every pool, by id
+  std::optional<model::PoolId> recommended;     // what placement/cost prefers, capacity permitting
+  std::string recommendation;                   // why, with numbers
   std::optional<model::PoolId> on_demand_pool;  // the cheapest allowed on-demand pool
   Micros on_demand_cost = 0;
   std::optional<model::PoolId> earliest_pool;  // fastest allowed reserved or on-demand pool
@@ -42,8 +42,8 @@ struct Quote {
   std::string refusal;  // when not: the message for the 422, with the earliest finish
 };
 
-Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& pools,
-               Timestamp now, const PolicyConfig& config = {});
+Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& pools, Timestamp now,
+               const PolicyConfig& config = {});
 
 // The policy's view of a job about to be submitted (priority rank left at its default).
 model::PendingJob PendingFromSpec(const model::JobSpec& spec, Timestamp created_at);

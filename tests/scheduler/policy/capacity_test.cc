@@ -50,9 +50,9 @@ TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8, "l4", 24), MakeNode(3, 7, 4)};
   s.running = {MakeRunning(10, 10, 1, 6)};
   Capacity cap(s, PolicyConfig{});
-  ASSERT_EQ(cap.size(), 3);                   // the pool, its odd l4 node, unknown pool 7
-  EXPECT_EQ(cap.FreeGpus(0), 2);              // 2 free on node 1 (the cap leaves 10 - 6)
-  EXPECT_EQ(cap.FreeGpus(1), 4);              // 8 free, but it shares the cap: 10 - 6
+  ASSERT_EQ(cap.size(), 3);       // the pool, its odd l4 node, unknown pool 7
+  EXPECT_EQ(cap.FreeGpus(0), 2);  // 2 free on node 1 (the cap leaves 10 - 6)
+  EXPECT_EQ(cap.FreeGpus(1), 4);  // 8 free, but it shares the cap: 10 - 6
   EXPECT_EQ(cap.entry(1).pool.gpu_type, "l4");
   EXPECT_EQ(cap.entry(2).pool.name, "pool-7");
   EXPECT_EQ(cap.FreeGpus(2), 4);

@@ -24,13 +24,16 @@ class Gen {
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   template <typename T>
-  const T& Pick(const std::vector<T>& v) { return v[Int(0, static_cast<int>(v.size()) - 1)]; }
+  const T& Pick(const std::vector<T>& v) {
+    return v[Int(0, static_cast<int>(v.size()) - 1)];
+  }
 
-  model::Snapshot Snapshot() {
+  // Small by default; `scale` > 1 gives many pools, nodes and jobs (the flow's coarse rows).
+  model::Snapshot Snapshot(int scale = 1) {
     model::Snapshot s;
     s.now = T0();
     const std::vector<std::string> types = {"a100", "h100", "l4"};
-    int pools = Int(0, 5);
+    int pools = scale > 1 ? 12 : Int(0, 5);
     for (int p = 1; p <= pools; ++p) {
       auto kind = static_cast<CapacityKind>(Int(0, 2));
       auto pool = MakePool(p, "pool-" + std::to_string(p), kind, Pick(types), Int(1, 50) / 10.0,
@@ -44,9 +47,9 @@ class Gen {
       pool.requested_gpus = Chance(0.2) ? Int(1, 8) : 0;
       s.pools.push_back(pool);
     }
-    int nodes = Int(0, 10);
+    int nodes = scale > 1 ? 10 * scale : Int(0, 10);
     for (int n = 1; n <= nodes; ++n) {
-      int pool_id = pools && !Chance(0.05) ? Int(1, pools) : 99;
+      int pool_id = pools && !Chance(0.02) ? Int(1, pools) : 99;
       const model::Pool* p = pool_id <= pools ? &s.pools[pool_id - 1] : nullptr;
       bool odd = !p || Chance(0.05);
       auto node = MakeNode(10 + n, pool_id, Pick(std::vector<int>{1, 2, 4, 8}),
@@ -55,12 +58,12 @@ class Gen {
       if (Chance(0.4)) node.idle_since = At(-Seconds(Int(0, 7200)));
       s.nodes.push_back(node);
     }
-    int attempt = 100;
+    int attempt = 100000;
     for (const auto& n : s.nodes) {
       int used = 0, limit = Chance(0.05) ? n.gpus + 2 : n.gpus;  // sometimes over-full
       while (used < limit && Chance(0.5)) {
         int g = std::min(limit - used, Pick(std::vector<int>{1, 2, 4}));
-        auto r = MakeRunning(attempt, 1000 + attempt, n.id, g, Int(0, 3));
+        auto r = MakeRunning(attempt, 100000 + attempt, n.id, g, Int(0, 3));
         ++attempt;
         r.pool_id = n.pool_id;
         r.tolerance = static_cast<Tolerance>(Int(0, 2));
@@ -75,7 +78,7 @@ class Gen {
         used += g;
       }
     }
-    int jobs = Int(0, 30);
+    int jobs = Int(0, 30) * scale * scale / 4 + (scale > 1 ? 1000 : 0);
     for (int j = 1; j <= jobs; ++j) {
       auto job = MakeJob(j, Pick(std::vector<int>{1, 1, 2, 4, 8, 16}), Int(0, 3),
                          static_cast<Tolerance>(Int(0, 2)));
@@ -87,8 +90,8 @@ class Gen {
       if (Chance(0.5)) job.checkpoint_interval = Seconds(Int(300, 7200));
       job.progress = Chance(0.05) ? 1.5 : Int(0, 90) / 100.0;
       job.created_at = At(-Seconds(Int(0, 48 * 3600)));
-      if (Chance(0.05)) job.waiting_for = {Int(500, 600)};
-      if (Chance(0.03)) job.failed_dependency = Int(500, 600);
+      if (Chance(0.05)) job.waiting_for = {Int(50000, 60000)};
+      if (Chance(0.03)) job.failed_dependency = Int(50000, 60000);
       s.pending.push_back(job);
     }
     s.team_usage[1] = {static_cast<double>(Int(0, 1000)), At(-24h)};
@@ -141,8 +144,8 @@ TEST(PolicyPropertyTest, RandomSnapshotsKeepEveryInvariant) {
   for (unsigned seed = 0; seed < 3000; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     model::Snapshot s = Gen(seed).Snapshot();
-    for (const Policy* policy : {static_cast<const Policy*>(&kCost),
-                                 static_cast<const Policy*>(&kFifo)}) {
+    for (const Policy* policy :
+         {static_cast<const Policy*>(&kCost), static_cast<const Policy*>(&kFifo)}) {
       model::Plan plan = policy->Decide(s);
       for (const auto& v : PlanViolations(s, plan)) ADD_FAILURE() << policy->Name() << ": " << v;
       ASSERT_TRUE(SamePlan(plan, policy->Decide(s))) << policy->Name() << " is not deterministic";
@@ -163,6 +166,20 @@ TEST(PolicyPropertyTest, RandomSnapshotsKeepEveryInvariant) {
   EXPECT_GT(migrations, 10);
   EXPECT_GT(requests, 50);
   EXPECT_GT(releases, 50);
+}
+
+TEST(PolicyPropertyTest, LargeSnapshotsKeepEveryInvariantToo) {
+  // Thousands of jobs on hundreds of nodes: the flow runs with coarse rows, the rounding
+  // and repair steps do real work, and the result must still keep every rule.
+  for (unsigned seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    model::Snapshot s = Gen(seed).Snapshot(/*scale=*/40);
+    model::Plan plan = kCost.Decide(s);
+    for (const auto& v : PlanViolations(s, plan)) ADD_FAILURE() << v;
+    CheckCostRules(s, plan);
+    EXPECT_TRUE(SamePlan(plan, kCost.Decide(s)));
+    EXPECT_GT(plan.assignments.size(), 50u);
+  }
 }
 
 }  // namespace

@@ -89,8 +89,14 @@ std::vector<std::string> PlanViolations(const model::Snapshot& s, const model::P
     if (a.reason.empty()) bad(tag + "assignment without a reason");
     auto j = jobs.find(a.job_id);
     auto n = nodes.find(a.node_id);
-    if (j == jobs.end()) { bad(tag + "assigned but not pending"); continue; }
-    if (n == nodes.end()) { bad(tag + "assigned to a node that is not live"); continue; }
+    if (j == jobs.end()) {
+      bad(tag + "assigned but not pending");
+      continue;
+    }
+    if (n == nodes.end()) {
+      bad(tag + "assigned to a node that is not live");
+      continue;
+    }
     const auto& job = *j->second;
     const auto& node = *n->second;
     if (job.failed_dependency || !job.waiting_for.empty()) bad(tag + "assigned before deps");
@@ -113,8 +119,8 @@ std::vector<std::string> PlanViolations(const model::Snapshot& s, const model::P
   for (const auto& [id, gpus] : gang_gpus) {
     ++decisions[id];
     if (gpus != jobs[id]->gpus)
-      bad("job " + std::to_string(id) + ": gang of " + std::to_string(jobs[id]->gpus) +
-          " got " + std::to_string(gpus) + " GPU(s)");
+      bad("job " + std::to_string(id) + ": gang of " + std::to_string(jobs[id]->gpus) + " got " +
+          std::to_string(gpus) + " GPU(s)");
     if (gang_pools[id].size() != 1) bad("job " + std::to_string(id) + ": gang across pools");
   }
   for (const auto& [id, gpus] : node_new) {
@@ -142,7 +148,10 @@ std::vector<std::string> PlanViolations(const model::Snapshot& s, const model::P
   for (const auto& st : plan.stops) {
     std::string tag = "stop " + std::to_string(st.attempt_id) + ": ";
     auto a = attempts.find(st.attempt_id);
-    if (a == attempts.end()) { bad(tag + "not running"); continue; }
+    if (a == attempts.end()) {
+      bad(tag + "not running");
+      continue;
+    }
     if (a->second->job_id != st.job_id) bad(tag + "wrong job");
     if (!stopped.insert(st.attempt_id).second) bad(tag + "stopped twice");
     if (st.reason.empty()) bad(tag + "no reason");
@@ -156,7 +165,10 @@ std::vector<std::string> PlanViolations(const model::Snapshot& s, const model::P
   }
   for (const auto& r : plan.node_releases) {
     auto n = nodes.find(r.node_id);
-    if (n == nodes.end()) { bad("release of an unknown node"); continue; }
+    if (n == nodes.end()) {
+      bad("release of an unknown node");
+      continue;
+    }
     auto p = pools.find(n->second->pool_id);
     if (p != pools.end() && p->second->kind == model::CapacityKind::kReserved)
       bad("release of a reserved node");

@@ -15,7 +15,7 @@ TEST(PriorityTest, FactorsArePureAndBounded) {
   EXPECT_DOUBLE_EQ(AgeFactor(6, 24h), 0.25);
   EXPECT_DOUBLE_EQ(AgeFactor(48, 24h), 1.0);
   EXPECT_DOUBLE_EQ(DecayedUsage(100, 7 * 24, 7 * 24h), 50);  // one half-life
-  EXPECT_DOUBLE_EQ(FairShareFactor(0.5, 0.5), 0.5);           // used its share: 2^-1
+  EXPECT_DOUBLE_EQ(FairShareFactor(0.5, 0.5), 0.5);          // used its share: 2^-1
   EXPECT_DOUBLE_EQ(FairShareFactor(0, 0.5), 1.0);
   EXPECT_DOUBLE_EQ(SizeFactor(1, 1), 0);
   EXPECT_DOUBLE_EQ(SizeFactor(15, 15), 1);
@@ -78,9 +78,9 @@ TEST(PriorityTest, VictimCostIsWorkSinceTheCheckpointPlusRestore) {
   r.tolerance = model::Tolerance::kCheckpointed;
   r.last_checkpoint_at = At(-30min);
   VictimCost c = CostToPreempt(r, T0(), config);
-  EXPECT_DOUBLE_EQ(c.lost_gpu_hours, 2.0);                 // 4 GPUs x 30m
-  EXPECT_DOUBLE_EQ(c.restart_gpu_hours, 4.0 * 5 / 60);     // 4 GPUs x 5m
-  r.tolerance = model::Tolerance::kRestartable;            // everything since its start
+  EXPECT_DOUBLE_EQ(c.lost_gpu_hours, 2.0);              // 4 GPUs x 30m
+  EXPECT_DOUBLE_EQ(c.restart_gpu_hours, 4.0 * 5 / 60);  // 4 GPUs x 5m
+  r.tolerance = model::Tolerance::kRestartable;         // everything since its start
   EXPECT_DOUBLE_EQ(CostToPreempt(r, T0(), config).lost_gpu_hours, 8.0);
 }
 

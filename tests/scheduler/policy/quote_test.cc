@@ -41,7 +41,7 @@ TEST_F(QuoteTest, PricesEveryPoolAndRecommendsReservedFirst) {
   EXPECT_EQ(Of(q, 1).expected_cost, 20'000'000);  // $2 x 10h, already paid
   EXPECT_EQ(Of(q, 2).expected_cost, 30'000'000);  // $3 x 10h
   EXPECT_EQ(Of(q, 3).expected_cost, 25'000'000);  // $5 x 5h
-  EXPECT_EQ(Of(q, 3).expected_wall, 5h + 10min);   // start-up + run
+  EXPECT_EQ(Of(q, 3).expected_wall, 5h + 10min);  // start-up + run
   // Spot: rework 0.1 x 10h x 35m = 35m; low: no reclaim ($10.00); high: 1.06 + 2 x sqrt(1.06)
   // = 3.12 reclaims x 1h05m = 3h22.5m extra, $13.38.
   const PoolQuote& spot = Of(q, 4);
@@ -50,7 +50,8 @@ TEST_F(QuoteTest, PricesEveryPoolAndRecommendsReservedFirst) {
   EXPECT_NEAR(static_cast<double>(spot.high_cost), 13'375'500, 2'000);
   EXPECT_NEAR(spot.expected_preemptions, 1.058, 1e-3);
   EXPECT_EQ(q.recommended, 1);
-  EXPECT_EQ(q.recommendation, "reserved res: already paid for vs $25.00 on-demand, capacity permitting");
+  EXPECT_EQ(q.recommendation,
+            "reserved res: already paid for vs $25.00 on-demand, capacity permitting");
   EXPECT_EQ(q.on_demand_pool, 3);
   EXPECT_EQ(q.earliest_pool, 3);
   EXPECT_EQ(q.earliest_finish, At(5h + 10min));
