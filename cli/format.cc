@@ -46,7 +46,9 @@ std::string JoinObject(const json& object, bool keys_only) {
   for (const auto& [key, value] : object.items()) {
     if (!out.empty()) out += ", ";
     out += key;
-    if (!keys_only) out += "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    if (keys_only) continue;
+    out += '=';  // appended piecewise: GCC 12 warns (-Wrestrict) on "literal" + string
+    out += value.is_string() ? value.get<std::string>() : value.dump();
   }
   return out;
 }
