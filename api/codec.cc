@@ -73,7 +73,7 @@ const std::set<std::string>& KnownSubmitFields() {
   static const std::set<std::string> kFields = {
       "name", "command", "env", "working_dir", "gpus", "gpu_types", "min_gpu_mem_gb",
       "priority", "deadline", "estimate_seconds", "max_runtime_seconds", "tolerance",
-      "checkpoint_interval_seconds", "after", "labels", "project", "max_attempts"};
+      "checkpoint_interval_seconds", "after", "after_any", "labels", "project", "max_attempts"};
   return kFields;
 }
 
@@ -162,14 +162,23 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
     ASSIGN_OR_RETURN(long long m, GetInt(body["max_attempts"], "max_attempts", 1, 100));
     s.max_attempts = static_cast<int>(m);
   }
-  if (has("after")) {
-    const json& a = body["after"];
-    if (!a.is_array()) return Bad("after", std::string("must be an array of job ids, got ") + a.type_name());
-    if (a.size() > 256) return Bad("after", "more than 256 dependencies");
+  // after: run when these succeeded; after_any: when they ended, whatever the outcome.
+  for (auto [field, out] : {std::pair{"after", &s.after}, std::pair{"after_any", &s.after_any}}) {
+    if (!has(field)) continue;
+    const json& a = body[field];
+    if (!a.is_array())
+      return Bad(field, std::string("must be an array of job ids, got ") + a.type_name());
+    if (a.size() > 256) return Bad(field, "more than 256 dependencies");
     for (size_t i = 0; i < a.size(); ++i) {
-      ASSIGN_OR_RETURN(long long id, GetInt(a[i], "after[" + std::to_string(i) + "]", 1, 1LL << 62));
-      if (std::find(s.after.begin(), s.after.end(), id) == s.after.end()) s.after.push_back(id);
+      ASSIGN_OR_RETURN(long long id,
+                       GetInt(a[i], std::string(field) + "[" + std::to_string(i) + "]", 1,
+                              1LL << 62));
+      if (std::find(out->begin(), out->end(), id) == out->end()) out->push_back(id);
     }
+  }
+  for (auto id : s.after_any) {
+    if (std::find(s.after.begin(), s.after.end(), id) != s.after.end())
+      return Bad("after_any", "job " + std::to_string(id) + " is also in after; list it once");
   }
   if (has("deadline")) {
     ASSIGN_OR_RETURN(auto text, GetString(body["deadline"], "deadline", 64));
@@ -216,6 +225,7 @@ json EncodeJob(const model::Job& j) {
       {"tolerance", model::ToString(s.tolerance)},
       {"checkpoint_interval_seconds", opt_secs(s.checkpoint_interval)},
       {"after", s.after},
+      {"after_any", s.after_any},
       {"labels", s.labels},
       {"max_attempts", s.max_attempts},
       {"attempts", j.attempts},

@@ -254,7 +254,12 @@ StatusOr<json> BuildSubmitBody(const SubmitOptions& o, Timestamp now) {
   RETURN_IF_ERROR(AddSeconds(body, "max_runtime_seconds", o.max_runtime));
   RETURN_IF_ERROR(AddSeconds(body, "checkpoint_interval_seconds", o.checkpoint_interval));
   if (!o.tolerance.empty()) body["tolerance"] = o.tolerance;
-  if (!o.after.empty()) body["after"] = o.after;
+  for (const auto& dep : o.after) {  // validated when parsed: JOB[:ok|:any]
+    const auto colon = dep.find(':');
+    const std::int64_t id = std::stoll(dep.substr(0, colon));
+    const bool any = colon != std::string::npos && dep.substr(colon + 1) == "any";
+    body[any ? "after_any" : "after"].push_back(id);
+  }
   RETURN_IF_ERROR(AddKeyValues(body, "labels", o.labels));
   RETURN_IF_ERROR(AddKeyValues(body, "env", o.env));
   if (!o.name.empty()) body["name"] = o.name;
@@ -322,9 +327,24 @@ void Commands::AddSubmit(CLI::App& app) {
   sub->add_option("--tolerance", o.tolerance,
                   "What an interruption costs: none, restartable (default), checkpointed")
       ->check(CLI::IsMember({"none", "restartable", "checkpointed"}));
-  sub->add_option("--after", o.after, "Run only after this job succeeded (repeatable)")
+  sub->add_option("--after", o.after,
+                  "Run after JOB succeeded (JOB or JOB:ok), or ended in any way (JOB:any); "
+                  "repeatable")
       ->allow_extra_args(false)
-      ->check(PositiveIntegerCheck(18, "JOB"));
+      ->check(StatusValidator(
+          [](const std::string& s) {
+            const auto colon = s.find(':');
+            const std::string id = s.substr(0, colon), kind =
+                colon == std::string::npos ? "ok" : s.substr(colon + 1);
+            if (kind != "ok" && kind != "any")
+              return InvalidArgument("'" + s + "': the kind after ':' must be ok or any");
+            const bool digits =
+                !id.empty() && id.size() <= 18 && id.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || id.find_first_not_of('0') == std::string::npos)
+              return InvalidArgument("'" + s + "': expected JOB, JOB:ok or JOB:any");
+            return Status::Ok();
+          },
+          "JOB[:ok|:any]"));
   sub->add_option("--label", o.labels, "Label k=v (repeatable)")
       ->allow_extra_args(false)
       ->check(KeyValueCheck());

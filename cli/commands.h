@@ -52,7 +52,7 @@ struct SubmitOptions {
   std::string max_runtime;
   std::string checkpoint_interval;
   std::string tolerance;
-  std::vector<std::int64_t> after;
+  std::vector<std::string> after;  // "JOB", "JOB:ok" or "JOB:any"
   std::vector<std::string> labels;  // "k=v"
   std::vector<std::string> env;     // "K=V"
   std::string name;

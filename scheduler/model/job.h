@@ -45,7 +45,8 @@ struct JobSpec {
   std::optional<Seconds> max_runtime;
   Tolerance tolerance = Tolerance::kRestartable;
   std::optional<Seconds> checkpoint_interval;
-  std::vector<JobId> after;  // dependencies: run only when these succeeded
+  std::vector<JobId> after;      // dependencies: run only when these succeeded
+  std::vector<JobId> after_any;  // dependencies: run when these ended, whatever the outcome
   std::map<std::string, std::string> labels;
   std::string project;
   int max_attempts = 3;

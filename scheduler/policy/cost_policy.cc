@@ -20,7 +20,7 @@ void Dependencies(const model::Snapshot& s, model::Plan& plan) {
     if (job.failed_dependency) {
       plan.cancels.push_back(
           {job.id,
-           "cancelled: dependency " + std::to_string(*job.failed_dependency) + " did not succeed"});
+           "held: dependency " + std::to_string(*job.failed_dependency) + " did not succeed"});
     } else if (!job.waiting_for.empty()) {
       std::string ids;
       for (auto id : job.waiting_for) ids += (ids.empty() ? "" : ", ") + std::to_string(id);

@@ -75,7 +75,7 @@ std::string ToTimeParam(Timestamp t);
 StatusOr<int> BillEndedAttempts(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
-constexpr int kJobColumnCount = 30;
+constexpr int kJobColumnCount = 31;
 // Parses a job whose kJobColumns start at column `first`.
 model::Job ParseJob(const PgResult& r, int row, int first = 0);
 StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c);

@@ -25,6 +25,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM jobs d"
                "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')),"
                " (SELECT min(d.id) FROM jobs d WHERE d.id = ANY (j.depends_on)"
+               "   AND NOT d.id = ANY (j.depends_on_any)"
                "   AND d.state IN ('failed', 'cancelled', 'timed_out'))"
                " FROM jobs j WHERE j.state = 'pending'"
                " AND (j.not_before IS NULL OR j.not_before <= now())"
@@ -232,11 +233,12 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
           c.Exec("apply_cancels",
                  "WITH w AS (SELECT * FROM unnest($1::bigint[],"
                  "   ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS t(job_id, reason)),"
-                 " upd AS (UPDATE jobs j SET state = 'cancelled', reason = w.reason,"
-                 "   finished_at = now(), updated_at = now() FROM w"
+                 // Held, not ended: the owner sees why and may cancel or resubmit.
+                 " upd AS (UPDATE jobs j SET state = 'held', reason = w.reason,"
+                 "   updated_at = now() FROM w"
                  "   WHERE j.id = w.job_id AND j.state = 'pending' RETURNING j.id, w.reason)"
                  " INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                 " SELECT id, 'state_changed', 'pending', 'cancelled', reason FROM upd",
+                 " SELECT id, 'state_changed', 'pending', 'held', reason FROM upd",
                  {IntArray(plan.cancels, [](auto& w) { return w.job_id; }),
                   Reasons(plan.cancels)})
               .status());

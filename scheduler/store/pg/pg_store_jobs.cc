@@ -20,7 +20,7 @@ const char* const kJobColumns =
     " j.checkpoint_interval_s, to_json(j.depends_on)::text, j.labels::text, j.max_attempts,"
     " j.state, j.reason, j.cancel_requested_at IS NOT NULL, j.attempt_count, "
     FRUGAL_US("j.created_at") ", " FRUGAL_US("j.updated_at") ", " FRUGAL_US("j.started_at")
-    ", " FRUGAL_US("j.finished_at");
+    ", " FRUGAL_US("j.finished_at") ", to_json(j.depends_on_any)::text";
 
 Timestamp FromMicros(std::int64_t us) { return Timestamp(std::chrono::microseconds(us)); }
 
@@ -71,6 +71,12 @@ Job ParseJob(const PgResult& r, int i, int first) {
   j.updated_at = FromMicros(r.Int(i, c++));
   j.started_at = OptTime(r, i, c++);
   j.finished_at = OptTime(r, i, c++);
+  // depends_on holds both kinds; `after` is the must-succeed ones.
+  j.spec.after_any = json::parse(r.Text(i, c++)).get<std::vector<JobId>>();
+  std::erase_if(j.spec.after, [&](JobId id) {
+    return std::find(j.spec.after_any.begin(), j.spec.after_any.end(), id) !=
+           j.spec.after_any.end();
+  });
   assert(c - first == kJobColumnCount);
   return j;
 }
@@ -125,7 +131,10 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
   auto rank = model::PriorityRank(s.priority);
   if (!rank.ok()) return rank.status();
   return InTransaction<SubmitResult>(pool_, [&](PgConn& c) -> StatusOr<SubmitResult> {
-    RETURN_IF_ERROR(CheckDependencies(c, s.after, who.team_id, who.role == Role::kAdmin));
+    std::vector<JobId> deps = s.after;
+    for (auto id : s.after_any)
+      if (std::find(deps.begin(), deps.end(), id) == deps.end()) deps.push_back(id);
+    RETURN_IF_ERROR(CheckDependencies(c, deps, who.team_id, who.role == Role::kAdmin));
     std::vector<PgParam> p = {
         std::to_string(who.team_id),
         std::to_string(who.user_id),
@@ -144,11 +153,12 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
         OptParam(s.max_runtime),
         model::ToString(s.tolerance),
         OptParam(s.checkpoint_interval),
-        json(s.after).dump(),
+        json(deps).dump(),
         json(s.labels).dump(),
         std::to_string(s.max_attempts),
         req.idempotency_key,
         req.idempotency_key ? PgParam(req.request_sha256) : std::nullopt,
+        json(s.after_any).dump(),
     };
     ASSIGN_OR_RETURN(
         auto ins,
@@ -156,12 +166,13 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
                "INSERT INTO jobs (team_id, user_id, name, project, command, env, working_dir,"
                " gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank, deadline, estimate_s,"
                " max_runtime_s, tolerance, checkpoint_interval_s, depends_on, labels,"
-               " max_attempts, idempotency_key, request_sha256) VALUES ($1, $2, $3, $4,"
+               " max_attempts, idempotency_key, request_sha256, depends_on_any) VALUES ($1, $2,"
+               " $3, $4,"
                " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)), $6::jsonb, $7, $8,"
                " ARRAY(SELECT jsonb_array_elements_text($9::jsonb)), $10, $11, $12,"
                " to_timestamp($13::bigint / 1000000.0), $14, $15, $16, $17,"
                " ARRAY(SELECT jsonb_array_elements_text($18::jsonb)::bigint), $19::jsonb, $20,"
-               " $21, $22)"
+               " $21, $22, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)::bigint))"
                " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
                " DO NOTHING RETURNING id",
                p));

@@ -120,12 +120,19 @@ TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
   EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60)).status().field(), "pool");
 }
 
-TEST_F(ApplyPlanTest, FailedDependencyCancelsTheDependent) {
+TEST_F(ApplyPlanTest, FailedDependencyHoldsTheDependentAndAfterAnyStillRuns) {
   model::JobId parent = Submit(1);
   SubmitRequest r;
   r.spec.command = {"true"};
   r.spec.after = {parent};
   model::JobId child = store_->Submit(admin_, r)->job.id;
+  SubmitRequest cleanup;
+  cleanup.spec.command = {"true"};
+  cleanup.spec.after_any = {parent};
+  model::JobId sweeper = store_->Submit(admin_, cleanup)->job.id;
+  auto stored = store_->GetJob(sweeper, std::nullopt);
+  EXPECT_TRUE(stored->job.spec.after.empty());
+  EXPECT_EQ(stored->job.spec.after_any, std::vector<model::JobId>{parent});
   auto snap = store_->LoadSnapshot(10);
   // The child waits for its parent.
   auto plan = policy::FifoPolicy().Decide(*snap);
@@ -135,7 +142,17 @@ TEST_F(ApplyPlanTest, FailedDependencyCancelsTheDependent) {
   ASSERT_TRUE(store_->CancelJob(parent, std::nullopt, "admin").ok());
   plan = policy::FifoPolicy().Decide(*store_->LoadSnapshot(10));
   ASSERT_TRUE(store_->ApplyPlan(plan).ok());
-  EXPECT_EQ(store_->GetJob(child, std::nullopt)->job.state, model::JobState::kCancelled);
+  // Held, with the reason, not ended: the owner decides.
+  auto held = store_->GetJob(child, std::nullopt);
+  EXPECT_EQ(held->job.state, model::JobState::kHeld);
+  EXPECT_EQ(held->job.reason,
+            "held: dependency " + std::to_string(parent) + " did not succeed");
+  // after_any only needed the parent to end: it is placed (no nodes here, so it waits on
+  // capacity, not on the dependency).
+  auto waiting = store_->GetJob(sweeper, std::nullopt);
+  EXPECT_EQ(waiting->job.state, model::JobState::kPending);
+  EXPECT_EQ(waiting->job.reason.find("dependenc"), std::string::npos) << waiting->job.reason;
+  ASSERT_TRUE(store_->CancelJob(child, std::nullopt, "admin").ok());  // held jobs can be ended
 }
 
 }  // namespace
