@@ -82,7 +82,10 @@ StatusOr<std::vector<LocalWorkerSpec>> ParseLocalWorkers(const YAML::Node& node)
         RETURN_IF_ERROR(Read(kv.second, i, key, s.pool));
       } else if (key == "nodes") {
         RETURN_IF_ERROR(Read(kv.second, i, key, s.nodes));
-        if (s.nodes < 1 || s.nodes > 64) return Bad(i, key, "must be in [1, 64]");
+        if (s.nodes < 0 || s.nodes > 64) return Bad(i, key, "must be in [0, 64]");
+      } else if (key == "max_nodes") {
+        RETURN_IF_ERROR(Read(kv.second, i, key, s.max_nodes));
+        if (s.max_nodes < 1 || s.max_nodes > 64) return Bad(i, key, "must be in [1, 64]");
       } else if (key == "gpus_per_node") {
         RETURN_IF_ERROR(Read(kv.second, i, key, s.gpus_per_node));
         if (s.gpus_per_node < 1 || s.gpus_per_node > 64) return Bad(i, key, "must be in [1, 64]");
@@ -99,11 +102,14 @@ StatusOr<std::vector<LocalWorkerSpec>> ParseLocalWorkers(const YAML::Node& node)
         RETURN_IF_ERROR(ParsePreemption(kv.second, i, s.preemption));
       } else {
         return Bad(i, key,
-                   "unknown key (pool, nodes, gpus_per_node, gpu_type, gpu_mem_gb, grace, "
-                   "restart_delay, preemption)");
+                   "unknown key (pool, nodes, max_nodes, gpus_per_node, gpu_type, gpu_mem_gb, "
+                   "grace, restart_delay, preemption)");
       }
     }
     if (s.pool.empty()) return Bad(i, "pool", "is required");
+    if (s.max_nodes < 0) s.max_nodes = s.nodes;
+    if (s.max_nodes < s.nodes) return Bad(i, "max_nodes", "must be at least nodes");
+    if (s.max_nodes == 0) return Bad(i, "nodes", "must be >= 1 unless max_nodes is set");
     if (!pools.insert(s.pool).second) return Bad(i, "pool", "'" + s.pool + "' is listed twice");
     out.push_back(std::move(s));
   }

@@ -29,7 +29,8 @@ struct PreemptionSpec {
 
 struct LocalWorkerSpec {
   std::string pool;  // must exist (frugal admin pool set); workers retry until it does
-  int nodes = 1;
+  int nodes = 1;      // started at once (0 allowed when max_nodes > 0)
+  int max_nodes = -1;  // the pool may grow to this many when the policy asks; -1: = nodes
   int gpus_per_node = 1;
   std::string gpu_type = "a100";
   int gpu_mem_gb = 80;

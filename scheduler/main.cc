@@ -40,24 +40,14 @@ int Bootstrap(const frugal::config::SchedulerConfig& cfg) {
   return 0;
 }
 
-// The local provider, if configured: workers on this machine with a worker token of their
-// own (team "system"), checkpoints under the state directory.
-frugal::StatusOr<std::unique_ptr<frugal::provider::LocalProvider>> StartLocalWorkers(
-    const frugal::config::SchedulerConfig& cfg, frugal::store::PgStore& store,
-    const std::string& host, int port) {
+// The local provider, if configured: workers on this machine, checkpoints under the state
+// directory. Created before the engine (which asks it about elastic pools), started once the
+// API listens.
+frugal::StatusOr<std::unique_ptr<frugal::provider::LocalProvider>> MakeLocalProvider(
+    const frugal::config::SchedulerConfig& cfg) {
   namespace fs = std::filesystem;
   if (cfg.local_workers.empty()) return std::unique_ptr<frugal::provider::LocalProvider>();
-  if (auto team = store.CreateTeam("system");
-      !team.ok() && team.status().code() != frugal::StatusCode::kConflict)
-    return team.status();
-  const std::string token = frugal::NewToken();
-  auto issued = store.CreateToken("system", "local-provider", frugal::store::Role::kWorker,
-                                  frugal::Sha256Hex(token));
-  if (!issued.ok()) return issued.status();
   frugal::provider::LocalProviderOptions o;
-  const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
-  o.scheduler_url = "http://" + reach + ":" + std::to_string(port);
-  o.worker_token = token;
   o.worker_bin = cfg.worker_bin;
   if (o.worker_bin.empty()) {
     std::error_code ec;
@@ -67,10 +57,19 @@ frugal::StatusOr<std::unique_ptr<frugal::provider::LocalProvider>> StartLocalWor
   o.dir = (state / "local").string();
   o.checkpoint_root = (state / "checkpoints").string();
   o.pools = cfg.local_workers;
-  auto provider = frugal::provider::LocalProvider::Create(std::move(o));
-  if (!provider.ok()) return provider.status();
-  (*provider)->Start();
-  return std::move(*provider);
+  return frugal::provider::LocalProvider::Create(std::move(o));
+}
+
+// A worker token of the provider's own (team "system"), minted at each start.
+frugal::StatusOr<std::string> ProviderToken(frugal::store::PgStore& store) {
+  if (auto team = store.CreateTeam("system");
+      !team.ok() && team.status().code() != frugal::StatusCode::kConflict)
+    return team.status();
+  const std::string token = frugal::NewToken();
+  auto issued = store.CreateToken("system", "local-provider", frugal::store::Role::kWorker,
+                                  frugal::Sha256Hex(token));
+  if (!issued.ok()) return issued.status();
+  return token;
 }
 
 int Serve(const frugal::config::SchedulerConfig& cfg) {
@@ -94,7 +93,10 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (!db.ok()) return Fail(db.status());
   frugal::store::PgStore store(db->conninfo, cfg.db_pool_size);
   frugal::SystemClock clock;
-  frugal::engine::Engine engine(store, **policy, {cfg.cycle_interval, cfg.max_pending_per_cycle});
+  auto local = MakeLocalProvider(cfg);
+  if (!local.ok()) return Fail(local.status());
+  frugal::engine::Engine engine(store, **policy,
+                                {cfg.cycle_interval, cfg.max_pending_per_cycle, local->get()});
   frugal::engine::Advisor advisor(store, policy_config);
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
@@ -102,10 +104,14 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (!bound.ok()) return Fail(bound.status());
 
   engine.Start();
-  auto local = StartLocalWorkers(cfg, store, host, *bound);
-  if (!local.ok()) {
-    engine.Stop();
-    return Fail(local.status());
+  if (*local) {
+    auto token = ProviderToken(store);
+    if (!token.ok()) {
+      engine.Stop();
+      return Fail(token.status());
+    }
+    const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
+    (*local)->Start("http://" + reach + ":" + std::to_string(*bound), *token);
   }
   std::thread signal_thread([&] {
     int sig = 0;

@@ -83,8 +83,10 @@ class Engine::Impl {
     ASSIGN_OR_RETURN(int lost, store_.SweepLostNodes());
     if (lost > 0) spdlog::warn(R"("event":"node_lost","attempts_requeued":{})", lost);
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
+    if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
+    if (options_.capacity) options_.capacity->Apply(plan, snapshot);
     if (started > 0) {
       spdlog::info(R"("event":"jobs_started","count":{},"policy":"{}")", started, policy_.Name());
     }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "scheduler/engine/capacity_provider.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/store/job_store.h"
 
@@ -20,6 +21,7 @@ namespace frugal::engine {
 struct EngineOptions {
   Seconds interval{2};
   int max_pending = 10000;
+  CapacityProvider* capacity = nullptr;  // optional; must outlive the engine
 };
 
 struct CycleStats {

@@ -25,9 +25,10 @@ StatusOr<std::unique_ptr<LocalProvider>> LocalProvider::Create(LocalProviderOpti
                       "local_workers pool " + spec.pool + ": " + trace.status().message());
       pool.trace.emplace(std::move(*trace));
     }
-    for (int i = 0; i < spec.nodes; ++i) {
+    for (int i = 0; i < spec.max_nodes; ++i) {
       Slot s;
       s.base_name = spec.pool + "-" + std::to_string(i + 1);
+      s.wanted = i < spec.nodes;
       pool.slots.push_back(std::move(s));
     }
     p->pools_.push_back(std::move(pool));
@@ -37,7 +38,9 @@ StatusOr<std::unique_ptr<LocalProvider>> LocalProvider::Create(LocalProviderOpti
 
 LocalProvider::~LocalProvider() { Stop(); }
 
-void LocalProvider::Start() {
+void LocalProvider::Start(std::string scheduler_url, std::string worker_token) {
+  options_.scheduler_url = std::move(scheduler_url);
+  options_.worker_token = std::move(worker_token);
   started_ = Clock::now();
   thread_ = std::thread([this] { Loop(); });
 }
@@ -51,9 +54,13 @@ void LocalProvider::Loop() {
   while (!stop_) {
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - started_).count();
-    for (auto& pool : pools_) Tick(pool, now, elapsed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& pool : pools_) Tick(pool, now, elapsed);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  std::lock_guard<std::mutex> lock(mu_);
   Shutdown();
 }
 
@@ -61,6 +68,13 @@ void LocalProvider::Tick(PoolState& pool, Clock::time_point now, double elapsed_
   int alive = 0;
   for (auto& slot : pool.slots) {
     if (!slot.pid) continue;
+    if (!slot.wanted && !slot.stop_sent) {
+      // Released by the policy: the worker drains (its jobs are done) and exits.
+      runner_.SignalGroup(*slot.pid, SIGTERM);
+      slot.stop_sent = true;
+      spdlog::info(R"("event":"local_node_released","node":"{}","pool":"{}")", slot.node,
+                   pool.spec.pool);
+    }
     if (!runner_.Reap(*slot.pid).running) {
       if (slot.noticed_at) {
         spdlog::info(R"("event":"local_node_reclaimed","node":"{}","pool":"{}")", slot.node,
@@ -87,7 +101,9 @@ void LocalProvider::Tick(PoolState& pool, Clock::time_point now, double elapsed_
     ++alive;
   }
 
-  int allowed = static_cast<int>(pool.slots.size());
+  int wanted = 0;
+  for (const auto& slot : pool.slots) wanted += slot.wanted;
+  int allowed = wanted;
   std::string why;
   if (pool.trace) {
     const double t = pool.spec.preemption.start_s + elapsed_s * pool.spec.preemption.speedup;
@@ -110,7 +126,7 @@ void LocalProvider::Tick(PoolState& pool, Clock::time_point now, double elapsed_
     }
   }
   for (auto& slot : pool.slots) {
-    if (slot.pid || now < slot.down_until || alive >= allowed) continue;
+    if (slot.pid || !slot.wanted || now < slot.down_until || alive >= allowed) continue;
     StartNode(pool, slot);
     if (slot.pid) ++alive;
   }
@@ -158,6 +174,56 @@ void LocalProvider::GiveNotice(PoolState& pool, Slot& slot, const std::string& w
   slot.down_until = now + pool.spec.restart_delay;
   spdlog::info(R"("event":"local_node_preempted","node":"{}","pool":"{}","source":"{}")",
                slot.node, pool.spec.pool, why);
+}
+
+void LocalProvider::Annotate(model::Snapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& p : snapshot.pools) {
+    for (const auto& pool : pools_) {
+      if (pool.spec.pool != p.name || pool.spec.max_nodes <= pool.spec.nodes) continue;
+      p.elastic = true;
+      p.node_gpus = pool.spec.gpus_per_node;
+      // Wanted nodes that have not registered yet are on their way.
+      int starting = 0;
+      for (const auto& slot : pool.slots) {
+        if (!slot.wanted) continue;
+        bool live = false;
+        for (const auto& n : snapshot.nodes) live = live || (slot.pid && n.name == slot.node);
+        if (!live) ++starting;
+      }
+      p.requested_gpus = starting * pool.spec.gpus_per_node;
+    }
+  }
+}
+
+void LocalProvider::Apply(const model::Plan& plan, const model::Snapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& req : plan.node_requests) {
+    std::string name;
+    for (const auto& p : snapshot.pools)
+      if (p.id == req.pool_id) name = p.name;
+    for (auto& pool : pools_) {
+      if (pool.spec.pool != name) continue;
+      int nodes = (req.gpus + pool.spec.gpus_per_node - 1) / pool.spec.gpus_per_node;
+      for (auto& slot : pool.slots) {
+        if (nodes <= 0) break;
+        if (slot.wanted || slot.pid) continue;
+        slot.wanted = true;
+        slot.stop_sent = false;
+        --nodes;
+        spdlog::info(R"("event":"local_node_requested","pool":"{}","slot":"{}","reason":"{}")",
+                     name, slot.base_name, req.reason);
+      }
+    }
+  }
+  for (const auto& rel : plan.node_releases) {
+    std::string node;
+    for (const auto& n : snapshot.nodes)
+      if (n.id == rel.node_id) node = n.name;
+    for (auto& pool : pools_)
+      for (auto& slot : pool.slots)
+        if (slot.pid && slot.node == node) slot.wanted = false;
+  }
 }
 
 void LocalProvider::Shutdown() {

@@ -13,35 +13,43 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "config/local_workers.h"
+#include "scheduler/engine/capacity_provider.h"
 #include "scheduler/provider/preemption_source.h"
 #include "worker/process_runner.h"
 
 namespace frugal::provider {
 
 struct LocalProviderOptions {
-  std::string scheduler_url;    // http://host:port the workers report to
-  std::string worker_token;     // role worker
+  std::string scheduler_url;    // http://host:port the workers report to (set by Start)
+  std::string worker_token;     // role worker (set by Start)
   std::string worker_bin;       // frugal-worker
   std::string dir;              // node directories live under it: <dir>/<node>/
   std::string checkpoint_root;  // shared by all local nodes
   std::vector<config::LocalWorkerSpec> pools;
 };
 
-class LocalProvider {
+class LocalProvider final : public engine::CapacityProvider {
  public:
   // Loads trace files; InvalidArgument/NotFound naming the pool when one cannot be used.
   static StatusOr<std::unique_ptr<LocalProvider>> Create(LocalProviderOptions options);
   ~LocalProvider();  // Stop()
 
-  void Start();
+  // Starts the provider's thread once the scheduler listens (the workers need its URL).
+  void Start(std::string scheduler_url, std::string worker_token);
   // Stops every worker (SIGTERM: they report their jobs preempted), SIGKILL after the grace.
   void Stop();
+
+  // Elastic pools (max_nodes > nodes): the policy asks for GPUs, the provider starts nodes;
+  // the policy releases idle nodes, the provider stops them.
+  void Annotate(model::Snapshot& snapshot) override;
+  void Apply(const model::Plan& plan, const model::Snapshot& snapshot) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -52,6 +60,8 @@ class LocalProvider {
     std::string node;  // current node name
     std::optional<Clock::time_point> noticed_at;
     bool reclaimed = false;  // exited after a notice
+    bool wanted = false;     // should run: a base node, or requested by the policy
+    bool stop_sent = false;  // released: SIGTERM sent once
     Clock::time_point down_until{};  // not restarted before this
   };
   struct PoolState {
@@ -72,6 +82,7 @@ class LocalProvider {
   std::vector<PoolState> pools_;
   worker::PosixProcessRunner runner_;
   std::atomic<bool> stop_{false};
+  std::mutex mu_;  // guards pools_ between the provider thread and the engine
   std::thread thread_;
   Clock::time_point started_{};
 };

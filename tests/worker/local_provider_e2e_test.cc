@@ -136,5 +136,30 @@ TEST_F(LocalProviderE2eTest, RatePreemptionsReplaceNodesAndJobsStillFinish) {
   ExpectInvariants();
 }
 
+TEST_F(LocalProviderE2eTest, ElasticPoolGrowsOnDemandAndReleasesIdleNodes) {
+  // No node at first; the policy asks for one when a job needs it, and gives it back after
+  // the pool's idle timeout.
+  Start("local_workers:\n"
+        "  - {pool: burst, nodes: 0, max_nodes: 2, restart_delay: 1s}\n");
+  auto r = sched_->Call("POST", "/v1/admin/pools", sched_->admin_token(),
+                        json{{"name", "burst"}, {"capacity_kind", "on_demand"},
+                             {"gpu_type", "a100"}, {"gpu_mem_gb", 80}, {"max_gpus", 2},
+                             {"price_per_gpu_hour", "2.00"}, {"idle_timeout_seconds", 3}}
+                            .dump());
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_FALSE(NodeDirExists("burst-1"));
+  auto job = SubmitTrain(10, "0.1", 5);
+  ASSERT_TRUE(WaitFor([&] { return Job(job)["state"] == "succeeded"; }, std::chrono::seconds(60)))
+      << Job(job).dump(2) << sched_->process().Stderr();
+  EXPECT_EQ(Job(job)["attempt_history"][0]["node"], "burst-1");
+  EXPECT_FALSE(NodeDirExists("burst-2"));  // one GPU was asked for, one node started
+  EXPECT_NE(sched_->process().Stderr().find("local_node_requested"), std::string::npos);
+  // Idle for 3 s: released, and its worker stops.
+  EXPECT_TRUE(WaitFor([&] {
+    return sched_->process().Stderr().find("local_node_released") != std::string::npos;
+  }, std::chrono::seconds(30))) << sched_->process().Stderr();
+  ExpectInvariants();
+}
+
 }  // namespace
 }  // namespace frugal::testing
