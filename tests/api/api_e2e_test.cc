@@ -15,6 +15,7 @@
 #include "scheduler/store/pg/migrations.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/wait.h"
 
 namespace frugal::testing {
 namespace {
@@ -23,15 +24,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // Polls `done` every 100 ms until it holds or `limit` passes; never a timed assertion.
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 json JobBody(const std::string& name, json extra = json::object()) {
   json body = {{"name", name}, {"command", {"python", "train.py"}}, {"gpus", 1}};
   body.update(extra);

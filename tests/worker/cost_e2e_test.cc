@@ -11,21 +11,13 @@
 
 #include "tests/testing/invariants.h"
 #include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/wait.h"
 
 namespace frugal::testing {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return done();
-}
 
 std::int64_t SumSpend(const json& report) {
   std::int64_t sum = 0;

@@ -11,6 +11,7 @@
 
 #include "tests/testing/invariants.h"
 #include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/wait.h"
 
 namespace frugal::testing {
 namespace {
@@ -18,15 +19,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return done();
-}
 
 class LocalProviderE2eTest : public ::testing::Test {
  protected:

@@ -13,6 +13,7 @@
 #include "scheduler/store/pg/cluster.h"
 #include "tests/testing/invariants.h"
 #include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/wait.h"
 #include "tests/testing/worker_fixture.h"
 
 namespace frugal::testing {
@@ -25,15 +26,6 @@ using Clock = std::chrono::steady_clock;
 // Recovery bound = heartbeat + TTL + sweep interval + 1 s = 6 s.
 const std::vector<std::string> kFastLeases = {"--lease-ttl", "3s", "--heartbeat-interval", "1s",
                                               "--cycle-interval", "1s"};
-
-bool WaitFor(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
 
 class WorkerE2eTest : public ::testing::Test {
  protected:
