@@ -76,9 +76,65 @@ StatusOr<model::Pool> DecodePool(const json& body) {
   return p;
 }
 
+json EncodeQuota(const std::string& team, const store::QuotaSpec& q) {
+  json out = {{"team", team}, {"pools", json::object()}};
+  for (auto kind : {model::CapacityKind::kReserved, model::CapacityKind::kOnDemand,
+                    model::CapacityKind::kSpot}) {
+    auto it = q.by_kind.find(kind);
+    out[std::string(model::ToString(kind)) + "_gpus"] =
+        it == q.by_kind.end() ? json(nullptr) : json(it->second);
+  }
+  for (const auto& [pool, max] : q.by_pool) out["pools"][pool] = max;
+  return out;
+}
+
+// {"reserved_gpus","on_demand_gpus","spot_gpus": N or null (no limit), "pools": {name: N}}
+StatusOr<store::QuotaSpec> DecodeQuota(const json& body) {
+  RETURN_IF_ERROR(CheckFields(body, {"reserved_gpus", "on_demand_gpus", "spot_gpus", "pools"}));
+  store::QuotaSpec q;
+  for (auto kind : {model::CapacityKind::kReserved, model::CapacityKind::kOnDemand,
+                    model::CapacityKind::kSpot}) {
+    const std::string field = std::string(model::ToString(kind)) + "_gpus";
+    if (!body.contains(field) || body[field].is_null()) continue;
+    ASSIGN_OR_RETURN(auto n, RequiredInt(body, field.c_str(), 0, 1000000));
+    q.by_kind[kind] = static_cast<int>(n);
+  }
+  if (body.contains("pools")) {
+    const json& pools = body["pools"];
+    if (!pools.is_object()) return InvalidArgument("pools: must be an object {pool: GPUs}", "pools");
+    if (pools.size() > 256) return InvalidArgument("pools: at most 256 entries", "pools");
+    for (const auto& [name, v] : pools.items()) {
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1000000)
+        return InvalidArgument("pools." + name.substr(0, 64) + ": must be an integer 0..1000000",
+                               "pools");
+      RETURN_IF_ERROR(ValidateName(name, "pools", false));
+      q.by_pool[name] = v.get<int>();
+    }
+  }
+  return q;
+}
+
 }  // namespace
 
 void RegisterAdminRoutes(httplib::Server& s, Context& ctx) {
+  s.Post(R"(/v1/admin/teams/([^/]+)/quota)",
+        Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {}));
+          const std::string team = req.matches[1];
+          ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+          ASSIGN_OR_RETURN(auto quota, DecodeQuota(body));
+          ASSIGN_OR_RETURN(auto saved, ctx.store.SetQuota(team, quota));
+          ctx.engine.Kick();  // a raised quota may admit waiting jobs now
+          return Reply{200, EncodeQuota(team, saved)};
+        }));
+  s.Get(R"(/v1/admin/teams/([^/]+)/quota)",
+        Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {}));
+          const std::string team = req.matches[1];
+          ASSIGN_OR_RETURN(auto quota, ctx.store.GetQuota(team));
+          return Reply{200, EncodeQuota(team, quota)};
+        }));
+
   s.Post("/v1/admin/pools", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
                                                            -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));

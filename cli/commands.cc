@@ -419,6 +419,7 @@ void Commands::AddAdmin(CLI::App& app) {
       ->check(CLI::IsMember({"researcher", "admin", "worker"}));
   OnParsed(*issue, [this](Session& s) { return RunTokenCreate(s, token_); });
   AddPool(*admin);
+  AddQuota(*admin);
 }
 
 int Commands::Run(std::ostream& out, std::ostream& err) {

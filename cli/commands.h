@@ -131,6 +131,7 @@ class Commands {
   void AddPool(CLI::App& admin);   // admin pool (cli/pool_commands.cc)
   void AddWhy(CLI::App& app);      // why (cli/placement_commands.cc)
   void AddCost(CLI::App& app);     // cost (cli/cost_commands.cc)
+  void AddQuota(CLI::App& admin);  // admin quota (cli/quota_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -139,6 +140,11 @@ class Commands {
   ListOptions list_;
   std::int64_t job_id_ = 0;  // status and cancel
   std::int64_t why_job_ = 0;
+  struct QuotaOptions {
+    std::string team;
+    std::optional<int> reserved, on_demand, spot;
+    std::vector<std::string> pools;  // NAME=N
+  } quota_;
   struct CostOptions {
     std::string by = "team";
     std::string from, to;  // RFC 3339 or -DURATION (ago)

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "scheduler/engine/asio.h"
+#include "scheduler/policy/quota.h"
 
 namespace frugal::engine {
 
@@ -85,6 +86,7 @@ class Engine::Impl {
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
+    policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
     if (options_.capacity) options_.capacity->Apply(plan, snapshot);
     if (started > 0) {

@@ -45,6 +45,7 @@ struct RunningAttempt {
   int gpus = 0;
   int priority_rank = 2;
   PoolId pool_id = 0;                             // the node's pool
+  TeamId team_id = 0;                             // the job's team, for quotas
   Timestamp started_at{};                         // when this attempt started
   std::optional<Timestamp> last_checkpoint_at{};  // latest committed checkpoint of the job
   double progress = 0;                            // 0..1 at that checkpoint
@@ -65,6 +66,13 @@ struct TeamUsage {
   Timestamp as_of{};
 };
 
+// A team's quota: most GPUs it may hold at once, per capacity kind and per pool (a missing
+// entry is no limit). Both apply: a job needs room under its pool's kind and the pool.
+struct TeamQuota {
+  std::map<CapacityKind, int> by_kind;
+  std::map<PoolId, int> by_pool;
+};
+
 struct Snapshot {
   Timestamp now{};                  // database time at load; the only clock policy code sees
   std::vector<PendingJob> pending;  // ordered by (priority_rank, id)
@@ -73,6 +81,7 @@ struct Snapshot {
   std::vector<Pool> pools;
   std::map<TeamId, TeamUsage> team_usage{};  // fair share input; missing team = no usage
   std::map<TeamId, double> team_shares{};    // fair share weights; missing team = 1.0
+  std::map<TeamId, TeamQuota> quotas{};      // missing team = no quota
 };
 
 // Start `job_id` on `node_id` with `gpus` GPUs. A gang spread over nodes (all of one pool)

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "scheduler/policy/quota.h"
+
 namespace frugal::policy {
 
 namespace {
@@ -27,6 +29,9 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
     largest = std::max(largest, j.gpus);
   }
   FairShare fair(s, config);
+  // Options a team has no quota room for are not options: the job looks elsewhere.
+  const QuotaBook quotas(s);
+  const bool any_quota = !s.quotas.empty();
   std::map<std::string, std::vector<char>> fits_cache;
   views_.resize(ready.size());
   rates_.assign(ready.size() * options_, -1.0f);
@@ -65,6 +70,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       int e = OptionEntry(o);
       const PoolEntry& pe = cap.entry(e);
       if (!fits[e] || !MayRunOn(job.tolerance, pe.pool.kind)) continue;
+      if (any_quota && !quotas.Allows(job.team_id, pe.pool, job.gpus)) continue;
       bool fresh_node = OptionIsNew(o);
       if (fresh_node) {
         if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;

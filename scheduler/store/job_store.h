@@ -5,6 +5,7 @@
 // strand call them concurrently. Every method is one transaction.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,12 @@ struct Team {
   std::string name;
 };
 
+// A team's quota as admins write it: GPUs per capacity kind and per pool (by name).
+struct QuotaSpec {
+  std::map<model::CapacityKind, int> by_kind;
+  std::map<std::string, int> by_pool;
+};
+
 struct IssuedToken {
   std::int64_t id = 0;
   Role role = Role::kResearcher;
@@ -106,6 +113,10 @@ class JobStore {
   // --- admin ---
   virtual StatusOr<Team> CreateTeam(const std::string& name) = 0;
   virtual StatusOr<std::vector<Team>> ListTeams() = 0;
+  // Replaces `team`'s quota (an empty spec removes it). NotFound for an unknown team,
+  // FailedPrecondition (field "pools") for an unknown pool.
+  virtual StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) = 0;
+  virtual StatusOr<QuotaSpec> GetQuota(const std::string& team) = 0;
   // Creates the user in `team` if new, then a token with the given hash.
   virtual StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user,
                                             Role role, const std::string& token_sha256) = 0;

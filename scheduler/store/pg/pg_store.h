@@ -2,6 +2,7 @@
 // pooled connection; the leader lock lives on one dedicated session.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
 
   StatusOr<Team> CreateTeam(const std::string& name) override;
   StatusOr<std::vector<Team>> ListTeams() override;
+  StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) override;
+  StatusOr<QuotaSpec> GetQuota(const std::string& team) override;
   StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user, Role role,
                                     const std::string& token_sha256) override;
   StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) override;
@@ -73,6 +76,8 @@ std::string ToTimeParam(Timestamp t);
 // Writes the ledger entries of every ended, unbilled attempt. Call in the transaction
 // that ends attempts, so an attempt is never ended without its cost.
 StatusOr<int> BillEndedAttempts(PgConn& c);
+// Every team's quota, by pool id, for the snapshot.
+StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 31;

@@ -58,7 +58,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
                " to_json(j.gpu_types)::text, j.min_gpu_mem_gb, "
                FRUGAL_US("j.priority_preempted_at") ","
-               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL"
+               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id"
                " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
                " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
                "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
@@ -82,6 +82,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       if (auto v = r.OptInt(i, 14)) a.min_gpu_mem_gb = static_cast<int>(*v);
       a.last_priority_preemption_at = pg::OptTime(r, i, 15);
       a.stopping = r.Bool(i, 16);
+      a.team_id = r.Int(i, 17);
       s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
@@ -119,6 +120,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " WHERE a.ended_at IS NULL OR a.ended_at > now() - interval '56 days'"
                " GROUP BY j.team_id"));
     for (int i = 0; i < u.rows(); ++i) s.team_usage[u.Int(i, 0)] = {u.Double(i, 1), s.now};
+    ASSIGN_OR_RETURN(s.quotas, pg::LoadQuotas(c));
     return s;
   });
 }
