@@ -32,18 +32,21 @@ StatusOr<Outcome> ParseOutcome(const std::string& s) {
 
 namespace {
 
-// Ends every active attempt of the nodes selected by `node_filter` (a WHERE clause on
-// nodes n with $1 as its only parameter) as node_lost, and requeues their jobs. One
-// statement, so the sweep and a re-registration share the same transition.
+// Ends every active attempt of the nodes in the `lost` CTE (id, name, notice_at) and
+// requeues their jobs. One statement, so the sweep and a re-registration share the same
+// transition. A node that had a preemption notice and then vanished was reclaimed: its
+// attempts end `preempted` (the worker did not get to report in time), others `node_lost`.
 constexpr const char* kEndLostAttempts =
     " ended AS (UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
-    "   end_reason = 'node_lost' FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
-    "   RETURNING a.job_id, lost.name),"
+    "   end_reason = CASE WHEN lost.notice_at IS NULL THEN 'node_lost' ELSE 'preempted' END"
+    "   FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
+    "   RETURNING a.job_id, lost.name, a.end_reason),"
     " requeued AS (UPDATE jobs j SET"
     "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
     "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
     "   reason = CASE WHEN j.cancel_requested_at IS NULL THEN 'node ' || ended.name ||"
-    "   ' lost; resuming from the latest checkpoint' ELSE 'cancelled; node ' || ended.name ||"
+    "   CASE WHEN ended.end_reason = 'preempted' THEN ' reclaimed' ELSE ' lost' END ||"
+    "   '; resuming from the latest checkpoint' ELSE 'cancelled; node ' || ended.name ||"
     "   ' was lost' END,"
     "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
     "   RETURNING j.id, j.state, j.reason),"
@@ -73,7 +76,7 @@ StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::
     // A restarted worker knows nothing of its old processes: end them before re-leasing.
     ASSIGN_OR_RETURN(reg.attempts_lost,
                      EndLostAttempts(c, "reregister_end_attempts",
-                                     "lost AS (SELECT id, name FROM nodes WHERE name = $1)",
+                                     "lost AS (SELECT id, name, notice_at FROM nodes WHERE name = $1)",
                                      {n.name}));
     ASSIGN_OR_RETURN(auto r, c.Exec("register_worker",
                                     "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
@@ -312,7 +315,8 @@ StatusOr<int> PgStore::SweepLostNodes() {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
     return EndLostAttempts(c, "sweep_lost_nodes",
                            "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
-                           " 'draining') AND lease_expires_at < now() RETURNING id, name)",
+                           " 'draining') AND lease_expires_at < now()"
+                           " RETURNING id, name, notice_at)",
                            {});
   });
 }
