@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "api/codec.h"
 #include "api/server.h"
@@ -27,12 +28,49 @@ struct Context {
 };
 
 struct Reply {
+  Reply() = default;
+  Reply(int s, json b) : status(s), body(std::move(b)) {}
+  // A reply that is not JSON (the metrics text, the OpenAPI document), sent as is.
+  static Reply Text(std::string type, std::string content) {
+    Reply r;
+    r.content_type = std::move(type);
+    r.text = std::move(content);
+    return r;
+  }
+
   int status = 200;
   json body;
+  std::string content_type;  // set: `text` is the body and `body` is ignored
+  std::string text;
 };
 
 // Who may call a route.
-enum class Access { kPublic, kUsers /* admin + researcher */, kAdmin, kWorker };
+enum class Access {
+  kPublic,
+  kUsers /* admin + researcher */,
+  kAdmin,
+  kWorker /* worker + admin */,
+  kMetrics /* metrics + admin */
+};
+
+// Registers routes on the httplib server and remembers each (method, pattern), so that the
+// server can list its routes (the OpenAPI coverage test) and label request latency by
+// route pattern rather than by raw path. Not thread-safe: used only while the server is
+// being built; the handlers it installs are.
+class Router {
+ public:
+  explicit Router(httplib::Server& server) : server_(server) {}
+  Router& Get(const std::string& pattern, httplib::Server::Handler handler);
+  Router& Post(const std::string& pattern, httplib::Server::Handler handler);
+  const std::vector<RouteInfo>& routes() const { return routes_; }
+
+ private:
+  Router& Add(const std::string& method, const std::string& pattern,
+              httplib::Server::Handler handler);
+
+  httplib::Server& server_;
+  std::vector<RouteInfo> routes_;
+};
 
 using RouteFn = std::function<StatusOr<Reply>(const httplib::Request&,
                                               const std::optional<store::Principal>&)>;
@@ -52,11 +90,13 @@ Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const
 // Team filter for the caller: researchers see only their own team.
 std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 
-void RegisterJobRoutes(httplib::Server& server, Context& ctx);
-void RegisterAdminRoutes(httplib::Server& server, Context& ctx);
-void RegisterWorkerRoutes(httplib::Server& server, Context& ctx);
-void RegisterPlacementRoutes(httplib::Server& server, Context& ctx);
-void RegisterReportRoutes(httplib::Server& server, Context& ctx);
+void RegisterJobRoutes(Router& server, Context& ctx);
+void RegisterAdminRoutes(Router& server, Context& ctx);
+void RegisterWorkerRoutes(Router& server, Context& ctx);
+void RegisterPlacementRoutes(Router& server, Context& ctx);
+void RegisterReportRoutes(Router& server, Context& ctx);
+// routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.
+void RegisterMetricsRoutes(Router& server, Context& ctx);
 
 // routes_placement.cc: the quote as JSON, and the submit-time deadline check (422 naming
 // `deadline` with the earliest feasible finish when no safe pool can meet it).

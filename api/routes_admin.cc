@@ -116,7 +116,7 @@ StatusOr<store::QuotaSpec> DecodeQuota(const json& body) {
 
 }  // namespace
 
-void RegisterAdminRoutes(httplib::Server& s, Context& ctx) {
+void RegisterAdminRoutes(Router& s, Context& ctx) {
   s.Post(R"(/v1/admin/teams/([^/]+)/quota)",
         Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
           RETURN_IF_ERROR(CheckQueryParams(req, {}));

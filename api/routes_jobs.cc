@@ -74,7 +74,7 @@ StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store:
 
 }  // namespace
 
-void RegisterJobRoutes(httplib::Server& s, Context& ctx) {
+void RegisterJobRoutes(Router& s, Context& ctx) {
   s.Get("/healthz", Route(ctx, Access::kPublic, [](auto&, auto&) -> StatusOr<Reply> {
           return Reply{200, {{"status", "ok"}}};
         }));

@@ -57,7 +57,7 @@ Status CheckDeadline(Context& ctx, const model::JobSpec& spec) {
   return Status::Ok();
 }
 
-void RegisterPlacementRoutes(httplib::Server& s, Context& ctx) {
+void RegisterPlacementRoutes(Router& s, Context& ctx) {
   s.Get(R"(/v1/jobs/([^/]+)/why)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
                                                                       auto& who) -> StatusOr<Reply> {
           RETURN_IF_ERROR(CheckQueryParams(req, {}));

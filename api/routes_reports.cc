@@ -33,7 +33,7 @@ StatusOr<std::optional<Timestamp>> OptionalTime(const httplib::Request& req, con
 
 }  // namespace
 
-void RegisterReportRoutes(httplib::Server& s, Context& ctx) {
+void RegisterReportRoutes(Router& s, Context& ctx) {
   s.Get("/v1/reports/cost", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
                                                                auto& who) -> StatusOr<Reply> {
           RETURN_IF_ERROR(CheckQueryParams(req, {"by", "from", "to"}));

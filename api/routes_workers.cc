@@ -68,7 +68,7 @@ json EncodeOrder(const store::AttemptOrder& o) {
 
 }  // namespace
 
-void RegisterWorkerRoutes(httplib::Server& s, Context& ctx) {
+void RegisterWorkerRoutes(Router& s, Context& ctx) {
   s.Post("/v1/workers/register", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
                                                                     auto&) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));

@@ -6,6 +6,7 @@
 #include "api/routes.h"
 #include "common/crypto.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 namespace frugal::api {
 
@@ -63,6 +64,9 @@ Status CheckAccess(Access access, const store::Principal& who) {
       if (who.role == Role::kWorker) {
         return Status(StatusCode::kPermissionDenied, "worker tokens may only call worker endpoints");
       }
+      if (who.role == Role::kMetrics) {
+        return Status(StatusCode::kPermissionDenied, "metrics tokens may only read /metrics");
+      }
       return Status::Ok();
     case Access::kAdmin:
       if (who.role != Role::kAdmin) {
@@ -72,6 +76,11 @@ Status CheckAccess(Access access, const store::Principal& who) {
     case Access::kWorker:
       if (who.role != Role::kWorker && who.role != Role::kAdmin) {
         return Status(StatusCode::kPermissionDenied, "this endpoint needs a worker token");
+      }
+      return Status::Ok();
+    case Access::kMetrics:
+      if (who.role != Role::kMetrics && who.role != Role::kAdmin) {
+        return Status(StatusCode::kPermissionDenied, "this endpoint needs a metrics or admin token");
       }
       return Status::Ok();
   }
@@ -113,7 +122,10 @@ httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
       std::optional<store::Principal> who;
       if (access != Access::kPublic) {
         auto p = Authenticate(ctx, req);
-        if (!p.ok()) return WriteError(res, p.status());
+        if (!p.ok()) {
+          metrics::CountDatabaseError(p.status(), "api");
+          return WriteError(res, p.status());
+        }
         if (Status st = CheckAccess(access, *p); !st.ok()) return WriteError(res, st);
         who = std::move(p).value();
       }
@@ -121,15 +133,65 @@ httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
         if (Status st = CheckJsonLimits(req.body); !st.ok()) return WriteError(res, st);
       }
       auto reply = fn(req, who);
-      if (!reply.ok()) return WriteError(res, reply.status());
+      if (!reply.ok()) {
+        metrics::CountDatabaseError(reply.status(), "api");
+        return WriteError(res, reply.status());
+      }
       res.status = reply->status;
-      res.set_content(Dump(reply->body), "application/json");
+      if (!reply->content_type.empty()) {
+        res.set_content(reply->text, reply->content_type.c_str());
+      } else {
+        res.set_content(Dump(reply->body), "application/json");
+      }
     } catch (const std::exception& e) {
       spdlog::error(R"("event":"handler_exception","path":"{}","error":"{}")",
                     JsonEscape(req.path), JsonEscape(e.what()));
       WriteError(res, Internal("internal error; the request was not applied"));
     }
   };
+}
+
+std::string PathTemplate(const std::string& pattern) {
+  static const std::string kGroup = "([^/]+)";
+  std::string out = pattern;
+  for (auto pos = out.find(kGroup); pos != std::string::npos; pos = out.find(kGroup, pos)) {
+    const bool team = pos >= 7 && out.compare(pos - 7, 7, "/teams/") == 0;
+    const std::string name = team ? "{team}" : "{id}";
+    out.replace(pos, kGroup.size(), name);
+    pos += name.size();
+  }
+  return out;
+}
+
+Router& Router::Get(const std::string& pattern, httplib::Server::Handler handler) {
+  return Add("GET", pattern, std::move(handler));
+}
+
+Router& Router::Post(const std::string& pattern, httplib::Server::Handler handler) {
+  return Add("POST", pattern, std::move(handler));
+}
+
+Router& Router::Add(const std::string& method, const std::string& pattern,
+                    httplib::Server::Handler handler) {
+  RouteInfo info{method, pattern, PathTemplate(pattern)};
+  // The pattern, not the raw path, is the label: one series per route, not per job id.
+  metrics::Family& latency = metrics::Default().Histogram(
+      "frugal_http_request_duration_seconds",
+      "Time to answer an API request, by method, route pattern and HTTP status.",
+      {"method", "route", "status"}, metrics::LatencyBuckets());
+  auto timed = [&latency, method, path = info.path, handler = std::move(handler)](
+                   const httplib::Request& req, httplib::Response& res) {
+    metrics::Stopwatch watch;
+    handler(req, res);
+    latency.Observe({method, path, std::to_string(res.status)}, watch.Seconds());
+  };
+  if (method == "GET") {
+    server_.Get(pattern, std::move(timed));
+  } else {
+    server_.Post(pattern, std::move(timed));
+  }
+  routes_.push_back(std::move(info));
+  return *this;
 }
 
 Query ParseQuery(const httplib::Request& req) {
@@ -229,6 +291,7 @@ struct ApiServer::Impl {
       : ctx{store, workers, costs, engine, advisor, clock, options} {}
   Context ctx;
   httplib::Server server;
+  Router router{server};
 };
 
 ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
@@ -254,12 +317,18 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
     spdlog::debug(R"("event":"http_request","method":"{}","path":"{}","status":{})",
                   req.method, JsonEscape(req.path.substr(0, 256)), res.status);
   });
-  RegisterJobRoutes(s, impl_->ctx);
-  RegisterAdminRoutes(s, impl_->ctx);
-  RegisterWorkerRoutes(s, impl_->ctx);
-  RegisterPlacementRoutes(s, impl_->ctx);
-  RegisterReportRoutes(s, impl_->ctx);
+  // Known label values start at 0, so a rate over them is defined before the first error.
+  for (const char* source : {"api", "metrics", "engine"}) metrics::DatabaseErrors().Inc({source}, 0);
+  Router& r = impl_->router;
+  RegisterJobRoutes(r, impl_->ctx);
+  RegisterAdminRoutes(r, impl_->ctx);
+  RegisterWorkerRoutes(r, impl_->ctx);
+  RegisterPlacementRoutes(r, impl_->ctx);
+  RegisterReportRoutes(r, impl_->ctx);
+  RegisterMetricsRoutes(r, impl_->ctx);
 }
+
+std::vector<RouteInfo> ApiServer::Routes() const { return impl_->router.routes(); }
 
 ApiServer::~ApiServer() = default;
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -17,6 +18,21 @@
 #include "scheduler/store/worker_store.h"
 
 namespace frugal::api {
+
+// One registered route: its method, its httplib pattern (a regular expression) and the
+// same as an OpenAPI path template, each capture group named ("/v1/jobs/{id}").
+struct RouteInfo {
+  std::string method;
+  std::string pattern;
+  std::string path;
+};
+
+// The OpenAPI path template of an httplib pattern: each "([^/]+)" becomes "{team}" after
+// a "teams" segment and "{id}" elsewhere.
+std::string PathTemplate(const std::string& pattern);
+
+// docs/openapi.yaml, embedded at build time (cmake/embed_text.cmake).
+const std::string& OpenApiYaml();
 
 struct ApiOptions {
   Seconds lease_ttl{15};          // a worker's lease, extended by each heartbeat
@@ -36,6 +52,9 @@ class ApiServer {
   // Serves until Stop(); blocks the calling thread.
   void Run();
   void Stop();
+
+  // Every route registered, in registration order.
+  std::vector<RouteInfo> Routes() const;
 
  private:
   struct Impl;

@@ -414,9 +414,9 @@ void Commands::AddAdmin(CLI::App& app) {
   CLI::App* issue = token->add_subcommand("create", "Create a token and print it (shown once)");
   issue->add_option("--team", token_.team, "Team of the token's user")->required();
   issue->add_option("--user", token_.user, "User (or node name, for a worker)")->required();
-  issue->add_option("--role", token_.role, "researcher, admin or worker")
+  issue->add_option("--role", token_.role, "researcher, admin, worker or metrics (reads /metrics)")
       ->required()
-      ->check(CLI::IsMember({"researcher", "admin", "worker"}));
+      ->check(CLI::IsMember({"researcher", "admin", "worker", "metrics"}));
   OnParsed(*issue, [this](Session& s) { return RunTokenCreate(s, token_); });
   AddPool(*admin);
   AddQuota(*admin);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "scheduler/engine/asio.h"
 #include "scheduler/policy/quota.h"
 
@@ -51,7 +52,9 @@ class Engine::Impl {
 
   Status RunCycle() {
     kick_pending_ = false;
+    metrics::Stopwatch watch;
     Status st = Cycle();
+    Observe(st, watch.Seconds());
     std::lock_guard<std::mutex> lock(stats_mu_);
     std::string err = st.ok() ? "" : st.ToString();
     if (err != stats_.last_error && !err.empty()) {
@@ -71,6 +74,31 @@ class Engine::Impl {
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) OnTimer();
     });
+  }
+
+  // Cycle metrics in the process registry (served at GET /metrics). A standby cycle only
+  // asks for the lock, so its duration would hide the leader's: it is counted, not timed.
+  void Observe(const Status& st, double seconds) {
+    auto& reg = metrics::Default();
+    bool leader;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      leader = stats_.leader;
+    }
+    const char* result = !st.ok() ? "error" : leader ? "ok" : "standby";
+    reg.Counter("frugal_scheduling_cycles_total",
+                "Scheduling cycles run, by result: ok, error, standby (not the leader).",
+                {"result"})
+        .Inc({result});
+    reg.Gauge("frugal_scheduler_leader", "1 while this scheduler holds the leader lock.")
+        .Set({}, leader ? 1 : 0);
+    if (leader || !st.ok()) {
+      reg.Histogram("frugal_scheduling_cycle_duration_seconds",
+                    "Time of one scheduling cycle as leader: sweep, snapshot, decide, apply.",
+                    {}, metrics::LatencyBuckets())
+          .Observe({}, seconds);
+    }
+    metrics::CountDatabaseError(st, "engine", reg);
   }
 
   Status Cycle() {

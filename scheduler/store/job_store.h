@@ -15,10 +15,12 @@
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
 #include "scheduler/model/snapshot.h"
+#include "scheduler/store/store_metrics.h"
 
 namespace frugal::store {
 
-enum class Role { kAdmin, kResearcher, kWorker };
+// kMetrics: may read GET /metrics and nothing else (a scraper's token).
+enum class Role { kAdmin, kResearcher, kWorker, kMetrics };
 const char* ToString(Role r);
 StatusOr<Role> ParseRole(const std::string& s);
 
@@ -141,6 +143,11 @@ class JobStore {
   // Applies the plan in one transaction. Assignments whose job is no longer pending are
   // skipped (the plan was made from an older snapshot); returns how many started.
   virtual StatusOr<int> ApplyPlan(const model::Plan& plan) = 0;
+
+  // --- metrics ---
+  // The database's figures for GET /metrics, read in one REPEATABLE READ transaction so
+  // they agree with each other.
+  virtual StatusOr<StoreMetrics> LoadMetrics() = 0;
 };
 
 }  // namespace frugal::store

@@ -8,15 +8,16 @@ const char* ToString(Role r) {
     case Role::kAdmin: return "admin";
     case Role::kResearcher: return "researcher";
     case Role::kWorker: return "worker";
+    case Role::kMetrics: return "metrics";
   }
   return "unknown";
 }
 
 StatusOr<Role> ParseRole(const std::string& s) {
-  for (auto r : {Role::kAdmin, Role::kResearcher, Role::kWorker}) {
+  for (auto r : {Role::kAdmin, Role::kResearcher, Role::kWorker, Role::kMetrics}) {
     if (s == ToString(r)) return r;
   }
-  return InvalidArgument("unknown role '" + s.substr(0, 32) + "' (admin|researcher|worker)",
+  return InvalidArgument("unknown role '" + s.substr(0, 32) + "' (admin|researcher|worker|metrics)",
                          "role");
 }
 

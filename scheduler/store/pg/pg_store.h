@@ -42,6 +42,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<bool> TryLeadership() override;
   StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
+  StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
 
   StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
                                         Seconds lease_ttl) override;

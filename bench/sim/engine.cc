@@ -1,0 +1,76 @@
+#include "bench/sim/engine.h"
+
+namespace frugal::sim {
+
+RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool record) {
+  RunResult r;
+  c.Reset();
+  JobView v;
+  v.market = &m;
+  v.job = &job;
+  int run_in_attempt = 0;
+  const double step_cost = m.StepHours() * m.instances;
+  // A job that is never done would loop forever: past the deadline the engine runs it on
+  // on-demand, so it ends within work + changeover more steps; the bound is a safety stop.
+  const int limit = job.deadline + job.work + job.changeover + 1;
+  for (v.t = 0; v.t <= limit; ++v.t) {
+    v.step = job.start + v.t;
+    v.reclaimed_zone = -1;
+    if (v.where >= 0 && !m.Up(v.where, v.step)) {
+      r.lost_steps += v.progress - v.saved;
+      v.progress = v.saved;
+      v.reclaimed_zone = v.where;
+      v.where = kIdle;
+      ++r.reclaims;
+      ++v.reclaims;
+    }
+    int target;
+    if (v.t >= job.deadline) {
+      r.missed = true;
+      target = v.where == kIdle ? kOnDemand : v.where;
+    } else {
+      target = c.Decide(v);
+    }
+    if (target >= 0 && !m.Up(target, v.step)) target = kIdle;
+    if (target != v.where) {
+      if (v.where != kIdle && v.changeover_left == 0 && v.saved != v.progress) {
+        v.saved = v.progress;  // a stop order lets the job checkpoint before it ends
+        v.last_checkpoint = v.t;
+      }
+      v.where = target;
+      if (target != kIdle) {
+        v.changeover_left = job.changeover;
+        v.attempt_start = v.t;
+        run_in_attempt = 0;
+        ++r.launches;
+      }
+    }
+    Phase phase = Phase::kIdle;
+    if (v.where != kIdle) {
+      r.cost += m.Price(v.where, v.step) * step_cost;
+      (v.where == kOnDemand ? r.od_steps : r.spot_steps) += 1;
+      if (v.changeover_left > 0) {
+        --v.changeover_left;
+        phase = Phase::kChangeover;
+      } else {
+        phase = Phase::kRunning;
+        ++v.progress;
+        if (++run_in_attempt % job.checkpoint == 0) {
+          v.saved = v.progress;
+          v.last_checkpoint = v.t + 1;
+        }
+      }
+    }
+    if (record) r.timeline.push_back({v.where, phase, v.progress});
+    if (v.progress >= job.work) {
+      r.finish = v.t + 1;
+      r.missed = r.finish > job.deadline;
+      return r;
+    }
+  }
+  r.finish = limit;
+  r.missed = true;
+  return r;
+}
+
+}  // namespace frugal::sim

@@ -1,0 +1,48 @@
+#include "bench/sim/market.h"
+
+#include <algorithm>
+
+namespace frugal::sim {
+
+double Market::Price(int where, int step) const {
+  if (where == kOnDemand) return od_price;
+  const auto& p = zones[where].price;
+  return p[std::clamp(step, 0, static_cast<int>(p.size()) - 1)];
+}
+
+Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, int step_seconds) {
+  Market m;
+  m.step_seconds = step_seconds;
+  m.instances = std::max(1, instances);
+  if (series.empty()) return m;
+  m.steps = series.front()->steps();
+  m.od_price = series.front()->od_price;
+  m.gpus_per_instance = std::max(1, series.front()->gpus_per_instance);
+  m.gpu = series.front()->gpu;
+  for (const auto* s : series) {
+    m.steps = std::min(m.steps, s->steps());
+    m.od_price = std::min(m.od_price, s->od_price);
+  }
+  for (const auto* s : series) {
+    Zone z;
+    z.name = s->zone;
+    z.up.resize(m.steps);
+    z.price.assign(s->price.begin(), s->price.begin() + m.steps);
+    z.reclaims.assign(m.steps + 1, 0);
+    z.node_hours.assign(m.steps + 1, 0);
+    for (int j = 0; j < m.steps; ++j) {
+      z.up[j] = s->count[j] >= m.instances;
+      bool drop = j > 0 && z.up[j - 1] && !z.up[j];
+      z.reclaims[j + 1] = z.reclaims[j] + (drop ? m.instances : 0);
+      z.node_hours[j + 1] = z.node_hours[j] + (z.up[j] ? m.instances * m.StepHours() : 0);
+    }
+    m.zones.push_back(std::move(z));
+  }
+  return m;
+}
+
+double OnDemandCost(const Market& m, const JobShape& job) {
+  return (job.work + job.changeover) * m.StepHours() * m.od_price * m.instances;
+}
+
+}  // namespace frugal::sim

@@ -1,0 +1,64 @@
+// The market one simulated job sees: for each spot zone, per step of the grid, whether the
+// job's gang can be had for the whole step and the spot price; and the on-demand price
+// (always available). Built from ZoneSeries; shared read-only by every run on it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/sim/traces.h"
+
+namespace frugal::sim {
+
+struct Zone {
+  std::string name;
+  std::vector<uint8_t> up;     // per step: `instances` spot instances obtainable all step
+  std::vector<double> price;   // per step: spot USD per instance-hour
+  // Prefix sums over steps [0, s): reclaims (up -> down transitions, one per node) and
+  // node-hours up. The simulated store learns the pool's reclaim rate from them, as the
+  // real store learns from its node history: only the past of the series is used.
+  std::vector<double> reclaims, node_hours;
+};
+
+struct Market {
+  int step_seconds = 180;
+  double od_price = 0;        // on-demand USD per instance-hour (cheapest zone's)
+  int instances = 1;          // the job's gang: instances it needs at once
+  int gpus_per_instance = 1;  // GPUs in one instance
+  std::string gpu = "gpu";
+  std::vector<Zone> zones;
+  int steps = 0;  // common length of every zone
+
+  bool Up(int zone, int step) const {
+    return step >= 0 && step < steps && zones[zone].up[step] != 0;
+  }
+  // USD per instance-hour of `where` (kOnDemand or a zone) during `step`.
+  double Price(int where, int step) const;
+  double StepHours() const { return step_seconds / 3600.0; }
+};
+
+// Where a job is: idle, on on-demand, or on spot in zone z >= 0.
+inline constexpr int kIdle = -2;
+inline constexpr int kOnDemand = -1;
+
+// A market over `series` (one zone each, cut to the shortest) for a gang of `instances`:
+// a zone is up in a step when its count is at least `instances`. On-demand costs the
+// cheapest zone's on-demand price.
+Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, int step_seconds);
+
+// One single-job run: submitted at market step `start`, `work` steps of work (C0), due
+// `deadline` steps after submission (R0), `changeover` steps (d) paid on every launch with
+// no progress, a checkpoint every `checkpoint` steps of running.
+struct JobShape {
+  int start = 0;
+  int work = 0;
+  int deadline = 0;
+  int changeover = 1;
+  int checkpoint = 5;
+};
+
+// The normaliser: what on-demand only costs (one launch, then the work), USD.
+double OnDemandCost(const Market& m, const JobShape& job);
+
+}  // namespace frugal::sim

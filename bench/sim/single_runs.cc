@@ -1,0 +1,140 @@
+#include "bench/sim/single_runs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "bench/sim/baselines.h"
+#include "bench/sim/engine.h"
+#include "bench/sim/frugal_controller.h"
+#include "bench/sim/optimum.h"
+
+namespace frugal::sim {
+
+void ParallelFor(int n, int threads, const std::function<void(int)>& fn) {
+  std::atomic<int> next{0};
+  auto worker = [&] {
+    for (int i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t seed) {
+  std::uint64_t h = seed;
+  for (char ch : c.name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  std::mt19937_64 rng(h);
+  int last = c.market.steps - window;
+  if (last < 0) return {};
+  std::set<int> picked;
+  std::uniform_int_distribution<int> pick(0, last);
+  int tries = 0;
+  while (static_cast<int>(picked.size()) < std::min(n, last + 1) && tries++ < 100 * n)
+    picked.insert(pick(rng));
+  return {picked.begin(), picked.end()};
+}
+
+JobShape ShapeFor(const Market& m, double work_hours, double fraction, double d_hours,
+                  double checkpoint_hours, int start) {
+  const double step_h = m.StepHours();
+  JobShape job;
+  job.start = start;
+  job.work = static_cast<int>(std::floor(work_hours / step_h + 1e-9));
+  job.deadline = static_cast<int>(std::floor(work_hours / fraction / step_h + 1e-9));
+  job.changeover = std::max(1, static_cast<int>(std::lround(d_hours / step_h)));
+  job.checkpoint = std::max(1, static_cast<int>(std::lround(checkpoint_hours / step_h)));
+  return job;
+}
+
+std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours) {
+  policy::PolicyConfig config;
+  config.restore_time = Seconds(std::lround(d_hours * 3600));
+  config.multi_node_gangs = true;
+  auto made = policy::MakePolicy("placement/cost", config);
+  return made.ok() ? std::move(*made) : nullptr;
+}
+
+std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
+  std::vector<std::unique_ptr<policy::Policy>> frugal;
+  for (double d : spec.d_hours) frugal.push_back(FrugalPolicyFor(d));
+  double min_fraction = *std::min_element(spec.fractions.begin(), spec.fractions.end());
+  struct Task {
+    int case_index, start;
+  };
+  std::vector<Task> tasks;
+  for (int c = 0; c < static_cast<int>(spec.cases.size()); ++c) {
+    const Market& m = spec.cases[c].market;
+    int window = static_cast<int>(std::ceil(spec.work_hours / min_fraction / m.StepHours()));
+    for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed)) tasks.push_back({c, s});
+  }
+  std::vector<std::vector<RunRecord>> out(tasks.size());
+  ParallelFor(static_cast<int>(tasks.size()), threads, [&](int i) {
+    const Task& task = tasks[i];
+    const Case& c = spec.cases[task.case_index];
+    OnDemandOnly od;
+    Greedy greedy;
+    UniformProgress up;
+    SkyPilotFailover sky;
+    for (double f : spec.fractions) {
+      for (size_t di = 0; di < spec.d_hours.size(); ++di) {
+        const double d = spec.d_hours[di];
+        FrugalController fc(*frugal[di], {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
+        JobShape job = ShapeFor(c.market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
+        double norm = OnDemandCost(c.market, job);
+        auto record = [&](const std::string& name, double cost, const RunResult* r) {
+          RunRecord run;
+          run.case_index = task.case_index;
+          run.fraction = f;
+          run.d_hours = d;
+          run.start = task.start;
+          run.policy = name;
+          run.cost = cost;
+          run.norm = cost / norm;
+          if (r) {
+            run.missed = r->missed;
+            run.finish_hours = r->finish * c.market.StepHours();
+            run.reclaims = r->reclaims;
+            run.lost_hours = r->lost_steps * c.market.StepHours();
+          }
+          out[i].push_back(run);
+        };
+        auto simulate = [&](const Market& m, Controller& ctl) {
+          RunResult r = RunJob(m, job, ctl);
+          record(ctl.Name(), r.cost, &r);
+        };
+        simulate(c.market, od);
+        if (!spec.multi_zone) {
+          simulate(c.market, greedy);
+          simulate(c.market, up);
+        } else {
+          simulate(c.market, sky);
+          // Single-zone Uniform Progress: the job pinned to one zone (the user picked it),
+          // each zone equally likely: its expected cost is the mean over zones.
+          double sum = 0;
+          int missed = 0;
+          for (const Market& zm : c.per_zone) {
+            RunResult r = RunJob(zm, job, up);
+            sum += r.cost;
+            missed += r.missed;
+          }
+          RunResult mean;
+          mean.missed = missed > 0;
+          record(kUpZoneMeanName, sum / std::max<size_t>(1, c.per_zone.size()), &mean);
+        }
+        simulate(c.market, fc);
+        record(kOptimumName, OptimumCost(c.market, job), nullptr);
+      }
+    }
+  });
+  std::vector<RunRecord> runs;
+  for (auto& v : out) runs.insert(runs.end(), v.begin(), v.end());
+  return runs;
+}
+
+}  // namespace frugal::sim

@@ -1,0 +1,73 @@
+// A seconds-long run of the simulator on a slice of the real traces (../shared/traces):
+// the invariants every full run must keep. Skipped when the traces are not beside the repo.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "bench/sim/experiments.h"
+#include "bench/sim/single_runs.h"
+#include "bench/sim/traces.h"
+
+namespace frugal::sim {
+namespace {
+
+class SimSmokeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(FRUGAL_TRACES_DIR) + "/spot_catalog.csv"))
+      GTEST_SKIP() << "no traces at " << FRUGAL_TRACES_DIR;
+    auto set = LoadTraces(FRUGAL_TRACES_DIR, 180);
+    ASSERT_TRUE(set.ok()) << set.status().ToString();
+    traces_ = std::move(*set);
+  }
+  const ZoneSeries* Find(const std::string& trace_set, const std::string& zone) const {
+    for (const auto& s : traces_.series)
+      if (s.trace_set == trace_set && s.zone == zone) return &s;
+    return nullptr;
+  }
+  TraceSet traces_;
+};
+
+TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
+  const ZoneSeries* s = Find("aws-v100-1x-2023-02", "us-east-1f");
+  ASSERT_NE(s, nullptr);
+  SingleJobSpec spec;
+  spec.experiment = "smoke";
+  spec.cases.push_back({s->Name(), MakeMarket({s}, 1, 180), {}});
+  spec.fractions = {0.6, 0.95};
+  spec.d_hours = {0.05, 0.2};
+  spec.starts = 4;
+  std::vector<RunRecord> runs = RunSingleJobs(spec, 2);
+  ASSERT_EQ(runs.size(), 4u * 2 * 2 * 5);  // starts x fractions x d x policies
+
+  std::map<std::tuple<int, double, double>, double> optimum;
+  for (const RunRecord& r : runs)
+    if (r.policy == kOptimumName) optimum[{r.start, r.fraction, r.d_hours}] = r.cost;
+  for (const RunRecord& r : runs) {
+    SCOPED_TRACE(r.policy + " start " + std::to_string(r.start));
+    EXPECT_GE(r.cost, optimum.at({r.start, r.fraction, r.d_hours}) - 1e-9);
+    if (r.policy == "frugal") {
+      EXPECT_FALSE(r.missed);
+    }
+    if (r.policy == kOnDemandName) {
+      EXPECT_NEAR(r.norm, 1.0, 1e-9);
+    }
+  }
+}
+
+TEST_F(SimSmokeTest, FrugalMeetsEveryDeadlineOfADayOfTheClusterTrace) {
+  SimOptions o;
+  o.traces_dir = FRUGAL_TRACES_DIR;
+  o.out_dir = (std::filesystem::temp_directory_path() / "frugal_sim_smoke").string();
+  std::filesystem::create_directories(o.out_dir);
+  o.smoke = true;
+  Section s = RunExperiment4(traces_, o);
+  ASSERT_FALSE(s.bars.empty()) << s.markdown;
+  EXPECT_EQ(s.bars[0].name, "Experiment 4: zero deadline misses for Frugal");
+  EXPECT_TRUE(s.bars[0].pass) << s.bars[0].measured;
+  std::filesystem::remove_all(o.out_dir);
+}
+
+}  // namespace
+}  // namespace frugal::sim
