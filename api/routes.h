@@ -12,6 +12,7 @@
 #include "api/server.h"
 #include "common/clock.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/policy/guardrails.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 
@@ -92,16 +93,40 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 
 void RegisterJobRoutes(Router& server, Context& ctx);
 void RegisterAdminRoutes(Router& server, Context& ctx);
+// routes_audit.cc (called by RegisterAdminRoutes): tokens list/revoke, audit, apply.
+void RegisterAdminAuditRoutes(Router& server, Context& ctx);
+// routes_admin.cc: pools and quotas as the API reads and writes them (apply reuses them).
+json EncodePool(const model::Pool& p);
+StatusOr<model::Pool> DecodePool(const json& body);
+json EncodeQuota(const std::string& team, const store::QuotaSpec& q);
+StatusOr<store::QuotaSpec> DecodeQuota(const json& body);
 void RegisterWorkerRoutes(Router& server, Context& ctx);
 void RegisterPlacementRoutes(Router& server, Context& ctx);
 void RegisterReportRoutes(Router& server, Context& ctx);
+void RegisterBudgetRoutes(Router& server, Context& ctx);  // routes_budgets.cc
+// Adds to a submit response what the job is expected to cost (the quote's recommended pool)
+// and, if the caller's team has a budget, what it has left. Best effort.
+void AddBudgetOutlook(Context& ctx, const store::Principal& who, const model::JobSpec& spec,
+                      json& out);
 // routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.
 void RegisterMetricsRoutes(Router& server, Context& ctx);
+// routes_dashboard.cc: the JSON views the dashboard needs (overview, job timeline, cost
+// over time); routes_web.cc: the dashboard's static files at / and /web/{file}.
+void RegisterDashboardRoutes(Router& server, Context& ctx);
+void RegisterWebRoutes(Router& server, Context& ctx);
 
 // routes_placement.cc: the quote as JSON, and the submit-time deadline check (422 naming
 // `deadline` with the earliest feasible finish when no safe pool can meet it).
 json EncodeQuote(const policy::Quote& quote);
 Status CheckDeadline(Context& ctx, const model::JobSpec& spec);
+
+// routes_guardrails.cc: admin guardrail routes; the submit-time rules (the class's
+// max_runtime default and maximum, 422 above it; the approval hold) applied to `req`; and
+// a finished job's right-sizing advice (null when none).
+void RegisterGuardrailRoutes(Router& server, Context& ctx);
+Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req);
+StatusOr<json> JobRightSizing(Context& ctx, const store::JobDetail& detail);
+json EncodeRightSizing(const policy::RightSizing& advice);
 
 // Rejects fields of `body` not in `allowed`, naming the first unknown one.
 Status CheckFields(const json& body, std::initializer_list<const char*> allowed);

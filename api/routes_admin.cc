@@ -1,4 +1,5 @@
-// Admin routes: teams and tokens. Admin role only.
+// Admin routes: teams, pools, quotas and token creation. Admin role only. Every change is
+// audited by the store, with the caller as the actor.
 #include <spdlog/spdlog.h>
 
 #include "api/routes.h"
@@ -6,8 +7,6 @@
 #include "common/money.h"
 
 namespace frugal::api {
-
-namespace {
 
 json EncodePool(const model::Pool& p) {
   return {{"id", p.id},
@@ -114,16 +113,14 @@ StatusOr<store::QuotaSpec> DecodeQuota(const json& body) {
   return q;
 }
 
-}  // namespace
-
 void RegisterAdminRoutes(Router& s, Context& ctx) {
   s.Post(R"(/v1/admin/teams/([^/]+)/quota)",
-        Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+        Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto& who) -> StatusOr<Reply> {
           RETURN_IF_ERROR(CheckQueryParams(req, {}));
           const std::string team = req.matches[1];
           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
           ASSIGN_OR_RETURN(auto quota, DecodeQuota(body));
-          ASSIGN_OR_RETURN(auto saved, ctx.store.SetQuota(team, quota));
+          ASSIGN_OR_RETURN(auto saved, ctx.store.SetQuota(*who, team, quota));
           ctx.engine.Kick();  // a raised quota may admit waiting jobs now
           return Reply{200, EncodeQuota(team, saved)};
         }));
@@ -135,11 +132,11 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
           return Reply{200, EncodeQuota(team, quota)};
         }));
 
-  s.Post("/v1/admin/pools", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
+  s.Post("/v1/admin/pools", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto& who)
                                                            -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            ASSIGN_OR_RETURN(auto pool, DecodePool(body));
-           ASSIGN_OR_RETURN(auto saved, ctx.store.UpsertPool(pool));
+           ASSIGN_OR_RETURN(auto saved, ctx.store.UpsertPool(*who, pool));
            return Reply{200, EncodePool(saved)};
          }));
 
@@ -152,13 +149,13 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
           return Reply{200, {{"pools", out}}};
         }));
 
-  s.Post("/v1/admin/teams", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
+  s.Post("/v1/admin/teams", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto& who)
                                                            -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            RETURN_IF_ERROR(CheckFields(body, {"name"}));
            ASSIGN_OR_RETURN(std::string name, RequiredString(body, "name"));
            RETURN_IF_ERROR(ValidateName(name, "name", false));
-           ASSIGN_OR_RETURN(auto team, ctx.store.CreateTeam(name));
+           ASSIGN_OR_RETURN(auto team, ctx.store.CreateTeam(*who, name));
            return Reply{201, {{"id", team.id}, {"name", team.name}}};
          }));
 
@@ -182,13 +179,14 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
            RETURN_IF_ERROR(ValidateName(user, "user", true));
            ASSIGN_OR_RETURN(auto role, store::ParseRole(role_text));
            const std::string token = NewToken();
-           ASSIGN_OR_RETURN(auto issued, ctx.store.CreateToken(team, user, role, Sha256Hex(token)));
+           ASSIGN_OR_RETURN(auto issued, ctx.store.CreateToken(*who, team, user, role, Sha256Hex(token)));
            spdlog::info(R"("event":"token_created","token_id":{},"role":"{}","team":"{}","by":"{}")",
                         issued.id, role_text, team, who->user);
            // The only time the token is ever shown.
            return Reply{201, {{"id", issued.id}, {"token", token}, {"role", role_text},
                               {"team", team}, {"user", user}}};
          }));
+  RegisterAdminAuditRoutes(s, ctx);
 }
 
 }  // namespace frugal::api

@@ -108,6 +108,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            store::SubmitRequest sr;
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
+           RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, sr));  // class max_runtime, approval
            if (dry_run) {
              // The plan without the job: where it would go, what it would cost, by when.
              ASSIGN_OR_RETURN(auto quote, ctx.advisor.Quote(sr.spec, ctx.clock.Now()));
@@ -137,7 +138,9 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
                           result.job.id, result.job.team, result.job.spec.gpus);
              ctx.engine.Kick();
            }
-           return Reply{result.created ? 201 : 200, EncodeJob(result.job)};
+           json out = EncodeJob(result.job);
+           AddBudgetOutlook(ctx, *who, result.job.spec, out);  // expected cost, budget left
+           return Reply{result.created ? 201 : 200, out};
          }));
 
   s.Get("/v1/jobs", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)
@@ -157,7 +160,9 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
           RETURN_IF_ERROR(CheckQueryParams(req, {}));
           ASSIGN_OR_RETURN(auto id, ParseJobId(req.matches[1]));
           ASSIGN_OR_RETURN(auto detail, ctx.store.GetJob(id, VisibleTeam(*who)));
-          return Reply{200, EncodeJobDetail(detail)};
+          json out = EncodeJobDetail(detail);
+          ASSIGN_OR_RETURN(out["right_sizing"], JobRightSizing(ctx, detail));
+          return Reply{200, out};
         }));
 
   s.Post(R"(/v1/jobs/([^/]+)/cancel)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,

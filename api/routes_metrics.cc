@@ -40,7 +40,8 @@ void AddAttemptFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
   for (const auto& c : m.ended) ended.Inc({c.pool, c.reason}, static_cast<double>(c.attempts));
   auto& preempted = r.Counter("frugal_preemptions_total",
                               "Attempts preempted, by pool and cause: node (the node was "
-                              "reclaimed or shut down), priority, migrate_off_spot.",
+                              "reclaimed or shut down), priority, migrate_off_spot, "
+                              "migrate_to_spot.",
                               {"pool", "cause"});
   for (const auto& c : m.preempted)
     preempted.Inc({c.pool, c.reason}, static_cast<double>(c.attempts));

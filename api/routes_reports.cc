@@ -1,5 +1,7 @@
 // Cost reports: GET /v1/reports/cost?by=team|project|user|pool|job&from=&to=. Researchers
 // see their own team's money; admins see everything, plus pool utilisation.
+#include <algorithm>
+
 #include "api/routes.h"
 #include "common/money.h"
 
@@ -29,6 +31,33 @@ StatusOr<std::optional<Timestamp>> OptionalTime(const httplib::Request& req, con
   auto t = ParseRfc3339(req.get_param_value(name));
   if (!t.ok()) return InvalidArgument(std::string(name) + ": " + t.status().message(), name);
   return std::optional<Timestamp>(*t);
+}
+
+// Guardrails: advice for the window's ended jobs (largest saving first) and its total.
+StatusOr<json> RightSizingReport(Context& ctx, const store::CostQuery& q) {
+  ASSIGN_OR_RETURN(auto usage, ctx.costs.EndedJobUsage(q));
+  ASSIGN_OR_RETURN(auto pool_list, ctx.store.ListPools());
+  std::vector<std::pair<model::JobId, policy::RightSizing>> advice;
+  Micros total = 0;
+  for (const auto& u : usage) {
+    if (auto a = policy::AdviseRightSizing(u, pool_list)) {
+      total += a->saving;
+      advice.emplace_back(u.job_id, *a);
+    }
+  }
+  std::stable_sort(advice.begin(), advice.end(), [](const auto& x, const auto& y) {
+    return x.second.saving != y.second.saving ? x.second.saving > y.second.saving
+                                              : x.first < y.first;
+  });
+  json jobs = json::array();
+  for (const auto& [id, a] : advice) {
+    json j = EncodeRightSizing(a);
+    j["job_id"] = id;
+    jobs.push_back(std::move(j));
+  }
+  return json{{"jobs", jobs},
+              {"potential_saving", FormatDollars(total, true)},
+              {"potential_saving_micros", total}};
 }
 
 }  // namespace
@@ -61,12 +90,14 @@ void RegisterReportRoutes(Router& s, Context& ctx) {
                              {"spend", FormatDollars(p.spend, true)},
                              {"idle_reserved", FormatDollars(p.idle_reserved, true)}});
           }
+          ASSIGN_OR_RETURN(json right_sizing, RightSizingReport(ctx, q));
           return Reply{200, {{"by", store::ToString(q.by)},
                              {"from", FormatRfc3339(rep.from)},
                              {"to", FormatRfc3339(rep.to)},
                              {"rows", rows},
                              {"total", EncodeRow(rep.total)},
-                             {"pools", pools}}};
+                             {"pools", pools},
+                             {"right_sizing", right_sizing}}};
         }));
 }
 

@@ -52,6 +52,34 @@ StatusOr<std::string> ParseGpuStats(const json& body) {
   return g.dump();
 }
 
+// Per-attempt GPU samples (guardrails): re-encoded from checked fields only, so the store's
+// SQL casts never see anything but integers.
+StatusOr<std::string> ParseUsage(const json& body) {
+  if (!body.contains("usage")) return std::string("[]");
+  const json& u = body["usage"];
+  const char* shape = "usage: an array of at most 1024 objects like {\"attempt_id\":7,"
+                      "\"utilization\":3,\"memory_used_mb\":11469}";
+  if (!u.is_array() || u.size() > 1024) return InvalidArgument(shape, "usage");
+  json out = json::array();
+  for (const auto& e : u) {
+    if (!e.is_object()) return InvalidArgument(shape, "usage");
+    RETURN_IF_ERROR(CheckFields(e, {"attempt_id", "utilization", "memory_used_mb"}));
+    json clean;
+    ASSIGN_OR_RETURN(auto id, RequiredInt(e, "attempt_id", 1, 1LL << 62));
+    clean["attempt_id"] = id;
+    if (e.contains("utilization") && !e["utilization"].is_null()) {
+      ASSIGN_OR_RETURN(auto util, RequiredInt(e, "utilization", 0, 100));
+      clean["utilization"] = util;
+    }
+    if (e.contains("memory_used_mb") && !e["memory_used_mb"].is_null()) {
+      ASSIGN_OR_RETURN(auto mem, RequiredInt(e, "memory_used_mb", 0, 1 << 30));
+      clean["memory_used_mb"] = mem;
+    }
+    out.push_back(std::move(clean));
+  }
+  return out.dump();
+}
+
 json EncodeOrder(const store::AttemptOrder& o) {
   const auto& s = o.spec;
   return {{"attempt_id", o.attempt_id},
@@ -97,12 +125,14 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
                                                                      auto&) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            RETURN_IF_ERROR(
-               CheckFields(body, {"node", "lease_epoch", "running", "gpus", "notice", "draining"}));
+               CheckFields(body, {"node", "lease_epoch", "running", "gpus", "usage", "notice",
+                                  "draining"}));
            store::HeartbeatRequest hb;
            ASSIGN_OR_RETURN(hb.node, RequiredString(body, "node"));
            ASSIGN_OR_RETURN(hb.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
            ASSIGN_OR_RETURN(hb.running, ParseRunning(body));
            ASSIGN_OR_RETURN(hb.gpu_stats_json, ParseGpuStats(body));
+           ASSIGN_OR_RETURN(hb.usage_json, ParseUsage(body));
            if (body.contains("notice")) {
              if (!body["notice"].is_boolean()) return InvalidArgument("notice: must be a boolean", "notice");
              hb.notice = body["notice"].get<bool>();

@@ -156,7 +156,8 @@ std::string PathTemplate(const std::string& pattern) {
   std::string out = pattern;
   for (auto pos = out.find(kGroup); pos != std::string::npos; pos = out.find(kGroup, pos)) {
     const bool team = pos >= 7 && out.compare(pos - 7, 7, "/teams/") == 0;
-    const std::string name = team ? "{team}" : "{id}";
+    const bool web = pos >= 5 && out.compare(pos - 5, 5, "/web/") == 0;
+    const std::string name = team ? "{team}" : web ? "{file}" : "{id}";
     out.replace(pos, kGroup.size(), name);
     pos += name.size();
   }
@@ -325,7 +326,11 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
   RegisterWorkerRoutes(r, impl_->ctx);
   RegisterPlacementRoutes(r, impl_->ctx);
   RegisterReportRoutes(r, impl_->ctx);
+  RegisterBudgetRoutes(r, impl_->ctx);
+  RegisterGuardrailRoutes(r, impl_->ctx);
   RegisterMetricsRoutes(r, impl_->ctx);
+  RegisterDashboardRoutes(r, impl_->ctx);
+  RegisterWebRoutes(r, impl_->ctx);
 }
 
 std::vector<RouteInfo> ApiServer::Routes() const { return impl_->router.routes(); }

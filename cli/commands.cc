@@ -7,6 +7,7 @@
 
 #include "cli/cli_config.h"
 #include "cli/format.h"
+#include "common/money.h"
 #include "scheduler/model/job.h"
 
 namespace frugal::cli {
@@ -118,6 +119,25 @@ void Print(Session& s, const json& body, const std::function<std::string()>& tab
 
 // ---- The commands.
 
+// After a submit: "Expected cost $412.00 on a100-od; team vision has $19,588.00 left of its
+// $20,000.00 monthly budget." Each half only when the server sent it.
+std::string BudgetLine(const json& r) {
+  auto usd = [](const json& o, const char* key) {  // "30.000000" -> "$30.00"
+    auto m = ParseDollars(Text(o, key), /*allow_negative=*/true);
+    return m.ok() ? (*m < 0 ? "-$" + FormatDollars(-*m) : "$" + FormatDollars(*m)) : Text(o, key);
+  };
+  std::string line;
+  if (r.contains("expected_cost"))
+    line = "Expected cost " + usd(r, "expected_cost") + " on " + Text(r, "expected_pool");
+  if (r.contains("budget")) {
+    const json& b = r["budget"];
+    line += std::string(line.empty() ? "Team " : "; team ") + Text(r, "team") + " has " +
+            usd(b, "left") + " left of its " + usd(b, "limit") + " " + Text(b, "period") +
+            (Field(b, "hard").get<bool>() ? " hard" : "") + " budget";
+  }
+  return line.empty() ? "" : line + ".\n";
+}
+
 Status RunSubmit(Session& s, const SubmitOptions& o) {
   ASSIGN_OR_RETURN(json body, BuildSubmitBody(o, s.now));
   if (o.dry_run) return RunDryRun(s, body);
@@ -131,7 +151,7 @@ Status RunSubmit(Session& s, const SubmitOptions& o) {
   Print(s, r.body, [&] {
     Table t({"ID", "STATE"});
     t.AddRow({Text(r.body, "id"), Text(r.body, "state")});
-    return t.Render();
+    return t.Render() + BudgetLine(r.body);
   });
   return Status::Ok();
 }
@@ -279,8 +299,9 @@ Commands::Commands(CLI::App& app) {
   });
   app.require_subcommand(1);
   app.fallthrough();  // global options may also come after the subcommand
-  app.add_option("-o,--output", global_.output, "Output format: table, json or csv (reports)")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+  app.add_option("-o,--output", global_.output,
+                 "Output format: table, json, csv (reports) or yaml (admin get)")
+      ->check(CLI::IsMember({"table", "json", "csv", "yaml"}))
       ->capture_default_str();
   app.add_option("--url", global_.url, "Scheduler URL (default " + std::string(kDefaultUrl) + ")")
       ->check(StatusValidator(
@@ -289,6 +310,7 @@ Commands::Commands(CLI::App& app) {
   AddSubmit(app);
   AddWhy(app);
   AddCost(app);
+  AddBudget(app);
   AddStatus(app);
   AddList(app);
   AddCancel(app);
@@ -420,6 +442,9 @@ void Commands::AddAdmin(CLI::App& app) {
   OnParsed(*issue, [this](Session& s) { return RunTokenCreate(s, token_); });
   AddPool(*admin);
   AddQuota(*admin);
+  AddAdminBudget(*admin);
+  AddGuardrails(*admin);
+  AddAdminConfig(*admin);
 }
 
 int Commands::Run(std::ostream& out, std::ostream& err) {
@@ -434,6 +459,7 @@ int Commands::Run(std::ostream& out, std::ostream& err) {
   if (!client.url_status().ok()) return Fail(err, client.url_status());
   const OutputFormat format = global_.output == "json"  ? OutputFormat::kJson
                               : global_.output == "csv" ? OutputFormat::kCsv
+                              : global_.output == "yaml" ? OutputFormat::kYaml
                                                         : OutputFormat::kTable;
   Session session{client, format, SystemClock().Now(), out, err};
   const Status status = action_(session);

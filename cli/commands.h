@@ -25,7 +25,8 @@ class App;
 
 namespace frugal::cli {
 
-enum class OutputFormat { kTable, kJson, kCsv };  // csv: reports (frugal cost); else table
+// csv: reports (frugal cost); yaml: `frugal admin get`; other commands print a table for both.
+enum class OutputFormat { kTable, kJson, kCsv, kYaml };
 
 // What a command needs once the command line is parsed. Single-threaded.
 struct Session {
@@ -92,6 +93,16 @@ struct PoolOptions {
   std::optional<double> preemption_prior;  // spot reclaims per node-hour expected
 };
 
+// `frugal admin apply|get|audit|token revoke` (cli/admin_commands.cc).
+struct AdminOptions {
+  std::string file;  // apply -f
+  bool dry_run = false;
+  std::string kind;           // get KIND
+  std::string since, action;  // audit filters
+  std::optional<int> limit;
+  std::int64_t token_id = 0;  // token revoke
+};
+
 struct TokenOptions {
   std::string team;
   std::string user;
@@ -132,6 +143,12 @@ class Commands {
   void AddWhy(CLI::App& app);      // why (cli/placement_commands.cc)
   void AddCost(CLI::App& app);     // cost (cli/cost_commands.cc)
   void AddQuota(CLI::App& admin);  // admin quota (cli/quota_commands.cc)
+  void AddAdminBudget(CLI::App& admin);  // admin budget (cli/budget_commands.cc)
+  void AddBudget(CLI::App& app);          // budget [TEAM] (cli/budget_commands.cc)
+  // admin guardrails get|set, admin approve (cli/guardrail_commands.cc)
+  void AddGuardrails(CLI::App& admin);
+  // admin apply, get, audit, token list|revoke (cli/admin_commands.cc)
+  void AddAdminConfig(CLI::App& admin);
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -145,10 +162,27 @@ class Commands {
     std::optional<int> reserved, on_demand, spot;
     std::vector<std::string> pools;  // NAME=N
   } quota_;
+  struct BudgetOptions {
+    std::string team;
+    std::string monthly, weekly;        // dollars; exactly one
+    std::vector<std::string> alert_at;  // "80%" or "80"
+    bool hard = false;
+    std::string webhook;
+  } budget_;
+  struct GuardrailOptions {
+    std::string priority_class;  // --class: which class the runtime options apply to
+    std::string default_runtime, max_runtime;  // durations, or "none" to clear
+    std::optional<std::string> premium_types;  // comma-separated; "" turns approval off
+    std::optional<int> approval_above_gpus, idle_threshold;
+    std::string idle_window;
+    std::string team, idle_policy;
+    std::int64_t approve_job = 0;
+  } guardrails_;
   struct CostOptions {
     std::string by = "team";
     std::string from, to;  // RFC 3339 or -DURATION (ago)
   } cost_;
+  AdminOptions admin_;       // admin apply, get, audit, token revoke
   std::string team_name_;    // admin team create
   TokenOptions token_;       // admin token create
   bool follow_ = false;      // logs --follow

@@ -98,6 +98,15 @@ Status RunCost(Session& s, const std::string& by, const std::string& from, const
     }
     s.out << p.Render();
   }
+  // Guardrails: jobs whose peak GPU memory fitted a cheaper GPU type.
+  const json& sizing = Field(b, "right_sizing");
+  if (Field(sizing, "jobs").is_array() && !sizing["jobs"].empty()) {
+    s.out << "\nRight-sizing (potential saving $" << Text(sizing, "potential_saving") << "):\n";
+    Table r({"JOB", "SAVING $", "ADVICE"});
+    for (const auto& row : sizing["jobs"])
+      r.AddRow({Text(row, "job_id"), Text(row, "saving"), Text(row, "message")});
+    s.out << r.Render();
+  }
   return Status::Ok();
 }
 

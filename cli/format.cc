@@ -313,6 +313,11 @@ std::string RenderJobDetail(const json& job, Timestamp now) {
   out += "\nAttempt history:\n" + Indent(RenderAttempts(Field(job, "attempt_history")));
   out += "\nLatest checkpoint:\n" + RenderCheckpoint(Field(job, "latest_checkpoint"), now);
   out += "\nEvents:\n" + Indent(RenderEvents(Field(job, "events")));
+  // Guardrails: right-sizing advice once the job has ended (null when there is none).
+  if (const json& advice = Field(job, "right_sizing"); advice.is_object()) {
+    out += "\nRight-sizing:\n  " + Text(advice, "message") + " (saving $" +
+           Text(advice, "saving") + ")\n";
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api/server.h"
+#include "api/webhook_sender.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "config/config.h"
@@ -95,8 +96,12 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::SystemClock clock;
   auto local = MakeLocalProvider(cfg);
   if (!local.ok()) return Fail(local.status());
+  // Budget alert webhooks go out on their own thread, never on the cycle's.
+  frugal::api::HttpWebhookSender webhooks;
+  frugal::engine::AlertDispatcher alerts(store, webhooks);
   frugal::engine::Engine engine(store, **policy,
-                                {cfg.cycle_interval, cfg.max_pending_per_cycle, local->get()});
+                                {cfg.cycle_interval, cfg.max_pending_per_cycle, local->get(),
+                                 [&alerts] { alerts.Wake(); }});
   frugal::engine::Advisor advisor(store, policy_config);
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
@@ -104,6 +109,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (!bound.ok()) return Fail(bound.status());
 
   engine.Start();
+  alerts.Start();
   if (*local) {
     auto token = ProviderToken(store);
     if (!token.ok()) {
@@ -129,6 +135,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   // Run() returns only after Stop(), which only the signal thread calls.
   signal_thread.join();
   engine.Stop();
+  alerts.Stop();
   return 0;  // `db` stops the embedded PostgreSQL if we started it
 }
 

@@ -168,13 +168,19 @@ void Agent::Heartbeat() {
     return;
   }
   json running = json::array();
+  std::vector<std::pair<std::int64_t, std::vector<int>>> indices;  // for the usage samples
   for (const auto& [id, a] : attempts_) {
-    if (a.report) running.push_back(id);
+    if (!a.report) continue;
+    running.push_back(id);
+    if (a.pid != 0 && !a.exited) indices.emplace_back(id, a.gpu_indices);
   }
+  json gpus = gpu_stats_();
+  json usage = AttemptUsageJson(gpus, indices);
   const json body = {{"node", options_.node},
                      {"lease_epoch", lease_epoch_},
                      {"running", running},
-                     {"gpus", gpu_stats_()},
+                     {"gpus", std::move(gpus)},
+                     {"usage", std::move(usage)},
                      {"notice", notice_}, {"draining", stopping_}};
   const Timestamp sent_at = clock_.Now();
   auto r = Post("/v1/workers/heartbeat", body);

@@ -1,5 +1,6 @@
 #include "worker/gpu_probe.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -37,8 +38,8 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 
 }  // namespace
 
-std::vector<std::string> NvidiaSmiCommand() {
-  return {"nvidia-smi", "--query-gpu=index,name,memory.total,utilization.gpu,memory.used",
+std::vector<std::string> NvidiaSmiCommand(const std::string& program) {
+  return {program, "--query-gpu=index,name,memory.total,utilization.gpu,memory.used",
           "--format=csv,noheader,nounits"};
 }
 
@@ -63,8 +64,8 @@ StatusOr<std::vector<GpuReading>> ParseNvidiaSmiCsv(const std::string& text) {
   return out;
 }
 
-StatusOr<std::vector<GpuReading>> ProbeGpus() {
-  auto run = RunSubprocess(NvidiaSmiCommand());
+StatusOr<std::vector<GpuReading>> ProbeGpus(const std::string& program) {
+  auto run = RunSubprocess(NvidiaSmiCommand(program));
   if (!run.ok()) return NotFound("nvidia-smi is not available: " + run.status().message());
   if (run->exit_code != 0) {
     return Unavailable("nvidia-smi exited with code " + std::to_string(run->exit_code) + ": " +
@@ -80,6 +81,37 @@ nlohmann::json GpuStatsJson(const std::vector<GpuReading>& gpus) {
     if (g.utilization) reading["utilization"] = *g.utilization;
     if (g.memory_used_mb) reading["memory_used_mb"] = *g.memory_used_mb;
     out.push_back(std::move(reading));
+  }
+  return out;
+}
+
+nlohmann::json AttemptUsageJson(
+    const nlohmann::json& gpu_stats,
+    const std::vector<std::pair<std::int64_t, std::vector<int>>>& attempts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [attempt_id, indices] : attempts) {
+    std::optional<int> util, mem;
+    bool known = !indices.empty();
+    for (int index : indices) {
+      const nlohmann::json* reading = nullptr;
+      if (gpu_stats.is_array()) {
+        for (const auto& g : gpu_stats) {
+          if (g.is_object() && g.value("index", -1) == index) reading = &g;
+        }
+      }
+      if (reading == nullptr || !reading->contains("utilization")) {
+        known = false;
+      } else {
+        util = std::max(util.value_or(0), reading->at("utilization").get<int>());
+      }
+      if (reading != nullptr && reading->contains("memory_used_mb")) {
+        mem = std::max(mem.value_or(0), reading->at("memory_used_mb").get<int>());
+      }
+    }
+    nlohmann::json u = {{"attempt_id", attempt_id}};
+    if (known && util) u["utilization"] = *util;
+    if (mem) u["memory_used_mb"] = *mem;
+    out.push_back(std::move(u));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -22,8 +23,9 @@ struct GpuReading {
   std::optional<int> memory_used_mb;
 };
 
-// The query the worker runs, as argv.
-std::vector<std::string> NvidiaSmiCommand();
+// The query the worker runs, as argv. `program` is the worker's nvidia_smi setting (a
+// name on PATH or a path; tests point it at a script printing the same CSV).
+std::vector<std::string> NvidiaSmiCommand(const std::string& program = "nvidia-smi");
 
 // Parses the CSV (noheader, nounits) output of NvidiaSmiCommand(). InvalidArgument naming the
 // line when a line does not have its five fields.
@@ -31,10 +33,18 @@ StatusOr<std::vector<GpuReading>> ParseNvidiaSmiCsv(const std::string& text);
 
 // Runs nvidia-smi. NotFound when it is not installed (a node without NVIDIA GPUs, or a
 // demo node with pretend GPUs); Unavailable when it runs but fails.
-StatusOr<std::vector<GpuReading>> ProbeGpus();
+StatusOr<std::vector<GpuReading>> ProbeGpus(const std::string& program = "nvidia-smi");
 
 // The heartbeat's `gpus` array: [{"index", "utilization", "memory_used_mb"}, ...].
 nlohmann::json GpuStatsJson(const std::vector<GpuReading>& gpus);
+
+// The heartbeat's `usage` array from its `gpus` array and each running attempt's GPU
+// indices: [{"attempt_id", "utilization", "memory_used_mb"}], utilization being the busiest
+// of the attempt's GPUs and left out (unknown) when any of them has no reading, memory the
+// largest known. The scheduler's idle guardrail never counts unknown as idle.
+nlohmann::json AttemptUsageJson(
+    const nlohmann::json& gpu_stats,
+    const std::vector<std::pair<std::int64_t, std::vector<int>>>& attempts);
 
 // A pool-style GPU type from a board name: the first word holding a digit, lower-cased, up
 // to its first '-' ("NVIDIA A100-SXM4-80GB" -> "a100", "NVIDIA L4" -> "l4"). Pools name their

@@ -60,6 +60,7 @@ const Flag kFlags[] = {
     {"--notice-url", "notice_url", "Cloud metadata URL to poll for an interruption notice"},
     {"--notice-format", "notice_format", "How to read --notice-url: aws or gcp"},
     {"--log-level", "log_level", "trace, debug, info, warn, error or off"},
+    {"--nvidia-smi", "nvidia_smi", "GPU metrics command or path (default nvidia-smi)"},
 };
 
 int Fail(const frugal::Status& st, int code) {
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   }
   if (auto st = frugal::InitLogging(cfg.log_level); !st.ok()) return Fail(st, 2);
 
-  auto probed = frugal::worker::ProbeGpus();
+  auto probed = frugal::worker::ProbeGpus(cfg.nvidia_smi);
   std::vector<frugal::worker::GpuReading> detected;
   if (probed.ok()) {
     detected = *probed;
@@ -137,9 +138,9 @@ int main(int argc, char** argv) {
   frugal::worker::NoticeWatcher notices({cfg.notice_file, cfg.notice_url, cfg.notice_format},
                                         clock);
   const bool has_nvidia_smi = !detected.empty();
-  auto gpu_stats = [has_nvidia_smi] {
+  auto gpu_stats = [has_nvidia_smi, program = cfg.nvidia_smi] {
     if (!has_nvidia_smi) return nlohmann::json::array();
-    auto gpus = frugal::worker::ProbeGpus();
+    auto gpus = frugal::worker::ProbeGpus(program);
     return gpus.ok() ? frugal::worker::GpuStatsJson(*gpus) : nlohmann::json::array();
   };
   spdlog::info(

@@ -67,7 +67,7 @@ const std::vector<std::string>& WorkerConfigKeys() {
       "scheduler_url", "token",           "pool",         "node",
       "gpus",          "gpu_type",        "gpu_mem_gb",   "heartbeat_interval",
       "work_dir",      "checkpoint_root", "grace_period", "notice_file",
-      "notice_url",    "notice_format",   "log_level"};
+      "notice_url",    "notice_format",   "log_level",    "nvidia_smi"};
   return keys;
 }
 
@@ -105,6 +105,9 @@ Status SetKey(WorkerConfig& c, const std::string& key, const std::string& v) {
     c.notice_format = v;
   } else if (key == "log_level") {
     c.log_level = v;
+  } else if (key == "nvidia_smi") {
+    if (v.empty()) return InvalidArgument("nvidia_smi must name a program or a path", key);
+    c.nvidia_smi = v;
   } else {
     return InvalidArgument("unknown configuration key '" + key + "' (" + KeyList() + ")", key);
   }

@@ -34,6 +34,9 @@ struct WorkerConfig {
   std::string notice_url;       // cloud metadata URL polled for a notice
   std::string notice_format = "aws";  // aws | gcp: how to read notice_url's answer
   std::string log_level = "info";
+  // The GPU metrics source: run as `<nvidia_smi> --query-gpu=... --format=csv,noheader,nounits`
+  // for detection and for every heartbeat's utilisation and memory readings.
+  std::string nvidia_smi = "nvidia-smi";
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;

@@ -9,6 +9,9 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "scheduler/engine/asio.h"
+#include "scheduler/engine/idle_reclaimer.h"
+#include "scheduler/engine/alert_dispatcher.h"
+#include "scheduler/policy/budget.h"
 #include "scheduler/policy/quota.h"
 
 namespace frugal::engine {
@@ -111,11 +114,14 @@ class Engine::Impl {
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
     ASSIGN_OR_RETURN(int lost, store_.SweepLostNodes());
     if (lost > 0) spdlog::warn(R"("event":"node_lost","attempts_requeued":{})", lost);
+    RETURN_IF_ERROR(ReclaimIdleGpus(store_).status());  // guardrails: idle GPUs
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
+    policy::EnforceBudgets(snapshot, plan);  // and hard budgets
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
+    RETURN_IF_ERROR(FireBudgetAlerts(store_, options_.alerts_fired));
     if (options_.capacity) options_.capacity->Apply(plan, snapshot);
     if (started > 0) {
       spdlog::info(R"("event":"jobs_started","count":{},"policy":"{}")", started, policy_.Name());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,7 @@ struct EngineOptions {
   Seconds interval{2};
   int max_pending = 10000;
   CapacityProvider* capacity = nullptr;  // optional; must outlive the engine
+  std::function<void()> alerts_fired = nullptr;  // optional: wakes the alert dispatcher
 };
 
 struct CycleStats {

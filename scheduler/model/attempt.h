@@ -26,6 +26,9 @@ struct Attempt {
   std::optional<Timestamp> ended_at;
   std::string end_reason;  // empty while active; succeeded|failed|preempted|node_lost|...
   std::optional<int> exit_code;
+  // Peak GPU memory of the attempt's busiest GPU, MiB, from heartbeats (unknown without
+  // nvidia-smi): the input of right-sizing advice.
+  std::optional<int> peak_gpu_mem_mb;
 };
 
 struct Checkpoint {

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/money.h"
 #include "scheduler/model/attempt.h"
+#include "scheduler/model/budget.h"
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
 
@@ -82,6 +83,7 @@ struct Snapshot {
   std::map<TeamId, TeamUsage> team_usage{};  // fair share input; missing team = no usage
   std::map<TeamId, double> team_shares{};    // fair share weights; missing team = 1.0
   std::map<TeamId, TeamQuota> quotas{};      // missing team = no quota
+  std::map<TeamId, TeamBudget> budgets{};    // missing team = no budget
 };
 
 // Start `job_id` on `node_id` with `gpus` GPUs. A gang spread over nodes (all of one pool)
@@ -100,10 +102,18 @@ struct Wait {
   std::string reason;
 };
 
-enum class StopKind { kPriorityPreemption, kMigrateOffSpot };
+enum class StopKind { kPriorityPreemption, kMigrateOffSpot, kMigrateToSpot };
 
 inline const char* ToString(StopKind k) {
-  return k == StopKind::kPriorityPreemption ? "priority_preemption" : "migrate_off_spot";
+  switch (k) {
+    case StopKind::kPriorityPreemption:
+      return "priority_preemption";
+    case StopKind::kMigrateOffSpot:
+      return "migrate_off_spot";
+    case StopKind::kMigrateToSpot:
+      return "migrate_to_spot";
+  }
+  return "priority_preemption";
 }
 
 // Stop a running attempt (the worker signals it to checkpoint, then ends it); the job goes

@@ -106,6 +106,17 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
     pe.largest_node = std::max(pe.largest_node, ns.node->gpus);
     SetFree(idx, free);
   }
+  for (auto& pe : entries_) {
+    pe.returns = pe.pool.kind == model::CapacityKind::kSpot && !pe.derived && !pe.pool.elastic &&
+                 pe.largest_node <= 0 && pe.pool.max_gpus > 0;
+    if (pe.returns) pe.eta_hours = 0;
+  }
+}
+
+bool Capacity::MayReturnFor(int e, int gpus, bool multi_node) const {
+  const PoolEntry& pe = entries_[e];
+  if (!pe.returns || pe.pool.max_gpus < gpus) return false;
+  return multi_node || pe.pool.node_gpus <= 0 || gpus <= pe.pool.node_gpus;
 }
 
 int Capacity::NodeIndex(model::NodeId id) const {

@@ -23,6 +23,10 @@ struct PoolEntry {
   int account = 0;          // entries of one pool id share the pool's max_gpus
   int largest_node = 0;     // GPUs of its biggest live node
   double eta_hours = 1e18;  // expected time until some running work here ends
+  // A spot pool with no live node that its provider does not grow on request: its nodes
+  // come back by themselves when the zone has capacity again, at a time nobody knows
+  // (eta_hours is 0: the wait is re-decided every cycle against the slack it uses).
+  bool returns = false;
 };
 
 class Capacity {
@@ -50,6 +54,8 @@ class Capacity {
   // True if the entry could ever hold a gang of `gpus`: on its live nodes, or on nodes its
   // provider may still add.
   bool CanHost(int e, int gpus, bool multi_node) const;
+  // True if the entry `returns` and a gang of `gpus` fits it once its nodes are back.
+  bool MayReturnFor(int e, int gpus, bool multi_node) const;
 
   // Places a gang: best fit on one node (the fullest that still fits, lowest id), or across
   // nodes of this entry when bigger than any node. All or nothing: empty if it does not fit.

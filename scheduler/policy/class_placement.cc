@@ -109,7 +109,7 @@ void ConsiderWaiting(const JobOptions& opts, const Capacity& cap, Timestamp now,
   if (v.deadline.has_deadline) {
     double risk = IsSafe(cap.entry(OptionEntry(x)).pool.kind)
                       ? std::max(0.0, est.wall_hours - v.deadline.safe_hours)
-                      : SpotRiskHours(est, v.deadline);
+                      : SpotReserveHours(est, v.deadline, v.work);
     spare = v.deadline.slack_hours - risk - eta;
     double h = Hours(config.wait_horizon);
     urgency = h > 0 ? std::clamp(1.0 - spare / h, 0.0, 1.0) : 1.0;

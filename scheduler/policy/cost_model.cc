@@ -54,7 +54,11 @@ Estimate EstimateOn(const Work& work, const model::Pool& pool, int nodes, bool n
   double speed = pool.speed > 0 ? pool.speed : 1.0;
   e.run_hours = work.ref_hours / speed + (work.resumes ? work.restore_hours : 0.0);
   if (pool.kind == model::CapacityKind::kSpot) {
-    double rate = std::max(0.0, pool.preemption_rate_per_node_hour) * std::max(1, nodes);
+    // A gang's nodes are reclaimed together (a zone out of capacity takes them all), so the
+    // gang sees the pool's rate per node-hour, not that rate times its nodes: the store
+    // learns notices / node-hours, which for whole-zone reclaims is reclaims per hour.
+    (void)nodes;
+    double rate = std::max(0.0, pool.preemption_rate_per_node_hour);
     double per_reclaim, worst;
     if (work.tolerance == model::Tolerance::kCheckpointed) {
       // Reclaims land uniformly between checkpoints: half an interval lost on average.
@@ -117,15 +121,27 @@ DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, doub
   }
   v.has_deadline = true;
   v.left_hours = HoursBetween(now, *deadline);
-  v.margin_hours = std::max(Hours(config.deadline_margin),
-                            config.deadline_margin_fraction * std::min(safe_hours, kNoLimit));
+  // The Safety Net of Can't Be Late: two changeovers (a start the run did not count, and
+  // the cycle on which the switch lands) or the configured minimum, whichever is larger; a
+  // fraction of the run only if configured (it grows with the job, not with the risk).
+  v.margin_hours = std::max({Hours(config.deadline_margin), 2 * Hours(config.restore_time),
+                             config.deadline_margin_fraction * std::min(safe_hours, kNoLimit)});
   v.slack_hours = v.left_hours - safe_hours - v.margin_hours;
   return v;
 }
 
 double SpotRiskHours(const Estimate& spot, const DeadlineView& view) {
-  double slower = std::max(0.0, spot.startup_hours + spot.wall_hours - view.safe_hours);
+  // Only what one reclaim can take before the next cycle reacts: later reclaims are seen
+  // and guarded when they happen (the running job is moved while slack covers one more).
+  double slower = std::max(0.0, spot.startup_hours + spot.run_hours - view.safe_hours);
   return slower + spot.loss_hours;
+}
+
+double SpotReserveHours(const Estimate& spot, const DeadlineView& view, const Work& work) {
+  // Each reclaim costs the slack its rework (lost work + the restore where the job goes
+  // next) and, if the job went to on-demand meanwhile, one more restore to come back.
+  double back = work.tolerance == model::Tolerance::kCheckpointed ? work.restore_hours : 0.0;
+  return SpotRiskHours(spot, view) + spot.rework_hours + spot.preemptions * back;
 }
 
 bool SpotCovered(const Estimate& spot, const DeadlineView& view) {

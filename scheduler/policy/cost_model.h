@@ -49,8 +49,9 @@ struct Estimate {
 // Number of nodes a gang of `gpus` needs when nodes hold `node_gpus` (<= 0: one node).
 int NodesSpanned(int gpus, int node_gpus);
 
-// Spot adds rework = reclaim rate x nodes x run x (loss per reclaim), the loss being half a
-// checkpoint interval plus the restore (checkpointed) or half the run (restartable).
+// Spot adds rework = reclaim rate x run x (loss per reclaim), the loss being half a
+// checkpoint interval plus the restore (checkpointed) or half the run (restartable). The rate
+// is per node-hour and a gang's nodes are reclaimed together: `nodes` does not multiply it.
 Estimate EstimateOn(const Work& work, const model::Pool& pool, int nodes, bool new_node);
 
 // What placement minimises: expected cost per GPU per reference hour of work, in micros.
@@ -74,7 +75,7 @@ struct DeadlineView {
   bool has_deadline = false;
   double left_hours = 0;    // until the deadline
   double safe_hours = 0;    // SafeHours on the fastest allowed safe pool (huge: none)
-  double margin_hours = 0;  // kept in hand: max(deadline_margin, fraction x safe_hours)
+  double margin_hours = 0;  // kept in hand: max(deadline_margin, 2 x restore, fraction x safe)
   double slack_hours = 0;   // left - safe - margin (may be negative); huge without deadline
   bool Feasible() const { return !has_deadline || slack_hours >= 0; }
 };
@@ -83,9 +84,15 @@ constexpr double kNoLimit = 1e18;
 DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, double safe_hours,
                           const PolicyConfig& config);
 
-// Slack a spot run may consume: its expected time beyond the safe run plus one worst
-// reclaim (after which the job must still finish on safe capacity).
+// Slack a spot run puts at risk before the policy can react: its time beyond the safe run
+// (a slower pool, a start-up) plus one worst reclaim, after which the job must still finish
+// on safe capacity. The guard for running jobs re-checks it every cycle.
 double SpotRiskHours(const Estimate& spot, const DeadlineView& view);
+// Slack to keep in hand rather than spend waiting for spot: the risk plus what the
+// remaining run's expected reclaims take from the slack (each: its rework, and one more
+// restore to come back to spot from on-demand). Below it, waiting would leave the run no
+// room to absorb its reclaims on spot.
+double SpotReserveHours(const Estimate& spot, const DeadlineView& view, const Work& work);
 // Spot is acceptable while the slack covers that risk (always, without a deadline).
 bool SpotCovered(const Estimate& spot, const DeadlineView& view);
 // A safe pool meets the deadline if its start-up plus run fits before deadline - margin.

@@ -8,6 +8,7 @@
 #include "scheduler/policy/class_placement.h"
 #include "scheduler/policy/explain.h"
 #include "scheduler/policy/job_options.h"
+#include "scheduler/policy/migration.h"
 #include "scheduler/policy/preemption.h"
 
 namespace frugal::policy {
@@ -26,49 +27,6 @@ void Dependencies(const model::Snapshot& s, model::Plan& plan) {
       for (auto id : job.waiting_for) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
       plan.waits.push_back({job.id, "waiting: for dependencies " + ids + " to succeed"});
     }
-  }
-}
-
-// The deadline guard for running jobs: a checkpointed job on spot must keep enough slack to
-// survive one more reclaim (the work since its checkpoint plus a restore) and still finish
-// on safe capacity. When it no longer does, and safe capacity has room, move it now.
-void Migrations(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
-                model::Plan& plan) {
-  std::map<model::JobId, std::vector<const model::RunningAttempt*>> jobs;
-  for (const auto& r : s.running) jobs[r.job_id].push_back(&r);
-  for (const auto& [job_id, parts] : jobs) {
-    const model::RunningAttempt& a = *parts.front();
-    if (a.tolerance != model::Tolerance::kCheckpointed || !a.deadline) continue;
-    int spot_entry = cap.EntryOfNode(a.node_id);
-    if (spot_entry < 0 || IsSafe(cap.entry(spot_entry).pool.kind)) continue;
-    int gpus = 0;
-    bool stopping = false;
-    for (const auto* p : parts) gpus += p->gpus, stopping = stopping || p->stopping;
-    if (stopping || gpus <= 0) continue;
-    Work work = WorkOf(a, config);
-    work.gpus = gpus;
-    work.resumes = true;  // a move always resumes from the checkpoint
-    double safe_hours = kNoLimit, target_hours = kNoLimit;
-    int target = -1;
-    for (int e = 0; e < cap.size(); ++e) {
-      const PoolEntry& pe = cap.entry(e);
-      if (!IsSafe(pe.pool.kind) || !PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
-      bool room_now = cap.Usable(e, gpus, config.multi_node_gangs) >= gpus;
-      if (!cap.CanHost(e, gpus, config.multi_node_gangs)) continue;
-      double h = SafeHours(work, pe.pool);
-      safe_hours = std::min(safe_hours, h);
-      if ((room_now || cap.NewCapacity(e) >= gpus) && h < target_hours)
-        target_hours = h, target = e;
-    }
-    if (target < 0) continue;  // nowhere safe to go: staying on spot is the better bet
-    DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
-    const model::Pool& spot = cap.entry(spot_entry).pool;
-    Estimate here = EstimateOn(work, spot, static_cast<int>(parts.size()), false);
-    if (view.slack_hours >= here.loss_hours) continue;
-    std::string reason =
-        MigrationReason(spot, view.slack_hours, here.loss_hours, cap.entry(target).pool);
-    for (const auto* p : parts)
-      plan.stops.push_back({p->attempt_id, p->job_id, model::StopKind::kMigrateOffSpot, reason});
   }
 }
 
@@ -96,7 +54,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
   model::Plan plan;
   Capacity cap(s, config_);
   Dependencies(s, plan);
-  Migrations(s, cap, config_, plan);
+  MigrateOffSpot(s, cap, config_, plan);
 
   JobOptions opts(s, cap, config_);
   std::vector<JobResult> results(opts.jobs());
@@ -179,6 +137,8 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
     if (need > 0)
       plan.node_requests.push_back({pool.id, need, RequestReason(g.second, need, pool)});
   }
+  // After placement, so a move back to spot only takes room no pending job wanted.
+  MigrateToSpot(s, cap, config_, plan);
   Releases(s, cap, growing, plan);
   return plan;
 }

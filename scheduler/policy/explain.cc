@@ -168,8 +168,10 @@ std::string Explainer::NewNode(int j, const JobResult& r) const {
 std::string Explainer::WaitCheaper(int j, const JobResult& r) const {
   const JobView& v = options_.view(j);
   Estimate x = options_.EstimateFor(j, r.option);
-  std::string s = "waiting for " + PoolLabel(r.option) + " (room expected in ~" +
-                  RoughHours(r.eta_hours) + "): ";
+  std::string s = "waiting for " + PoolLabel(r.option) +
+                  (capacity_.entry(OptionEntry(r.option)).returns
+                       ? std::string(" to come back (it has no node now): ")
+                       : " (room expected in ~" + RoughHours(r.eta_hours) + "): ");
   bool spot = !IsSafe(capacity_.entry(OptionEntry(r.option)).pool.kind);
   if (v.deadline.has_deadline) {
     s += "slack " + RoughHours(v.deadline.slack_hours) + " covers ";
@@ -271,6 +273,17 @@ std::string MigrationReason(const model::Pool& spot, double slack_hours, double 
   return "moving off spot " + spot.name + " before the deadline: slack " + RoughHours(slack_hours) +
          " no longer covers a reclaim (up to " + RoughHours(loss_hours) +
          " lost); checkpoint and resume on " + KindName(safe.kind) + " " + safe.name;
+}
+
+std::string ReturnReason(const model::Pool& here, const model::Pool& spot,
+                         const DeadlineView& view, const Estimate& spot_estimate, Micros saving) {
+  std::string s = "moving to spot " + spot.name + " (has room again): expected to save " +
+                  Dollars(saving) + " over " + KindName(here.kind) + " " + here.name +
+                  " after the changeovers";
+  if (view.has_deadline)
+    s += "; slack " + RoughHours(view.slack_hours) + " covers a reclaim (up to " +
+         RoughHours(spot_estimate.loss_hours) + " lost)";
+  return s + "; checkpoint and resume there";
 }
 
 std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus,

@@ -63,6 +63,9 @@ namespace frugal::policy {
 // The stop reason of a checkpointed spot job moved to safe capacity before its deadline.
 std::string MigrationReason(const model::Pool& spot, double slack_hours, double loss_hours,
                             const model::Pool& safe);
+// The stop reason of an on-demand job moved to spot that came back with room.
+std::string ReturnReason(const model::Pool& here, const model::Pool& spot,
+                         const DeadlineView& view, const Estimate& spot_estimate, Micros saving);
 // A node request for the jobs that are cheapest on capacity the pool can add.
 std::string RequestReason(const std::vector<model::JobId>& jobs, int gpus, const model::Pool& pool);
 std::string ReleaseReason(double idle_hours, const model::Pool& pool);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "scheduler/policy/budget.h"
 #include "scheduler/policy/quota.h"
 
 namespace frugal::policy {
@@ -32,6 +33,8 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
   // Options a team has no quota room for are not options: the job looks elsewhere.
   const QuotaBook quotas(s);
   const bool any_quota = !s.quotas.empty();
+  // Likewise paid options a team's hard budget cannot afford: reserved stays open.
+  const BudgetBook budgets(s);
   std::map<std::string, std::vector<char>> fits_cache;
   views_.resize(ready.size());
   rates_.assign(ready.size() * options_, -1.0f);
@@ -76,10 +79,12 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
         if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
         if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.multi_node_gangs)
           continue;
-      } else if (pe.largest_node <= 0 || (job.gpus > pe.largest_node && !config.multi_node_gangs)) {
-        continue;
+      } else if (pe.largest_node <= 0 ? !cap.MayReturnFor(e, job.gpus, config.multi_node_gangs)
+                                      : job.gpus > pe.largest_node && !config.multi_node_gangs) {
+        continue;  // (spot that comes back by itself is an option with no room: a wait)
       }
       Estimate est = EstimateOn(v.work, pe.pool, Nodes(static_cast<int>(j), o), fresh_node);
+      if (budgets.any_hard() && !budgets.Allows(job.team_id, pe.pool, est.cost)) continue;
       double rate;
       if (v.late) {
         // Missing the deadline anyway: safe capacity only, the earliest finish first.
@@ -101,8 +106,8 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
 int JobOptions::Nodes(int j, int o) const {
   const PoolEntry& pe = capacity_.entry(OptionEntry(o));
   int gpus = views_[j].work.gpus;
-  return OptionIsNew(o) ? NodesSpanned(gpus, pe.pool.node_gpus)
-                        : NodesSpanned(gpus, pe.largest_node);
+  return OptionIsNew(o) || pe.largest_node <= 0 ? NodesSpanned(gpus, pe.pool.node_gpus)
+                                                : NodesSpanned(gpus, pe.largest_node);
 }
 
 Estimate JobOptions::EstimateFor(int j, int o) const {

@@ -35,9 +35,11 @@ struct PolicyConfig {
   Seconds restore_time = 5min;
   Seconds default_estimate = 1h;             // for jobs submitted without --estimate
   Seconds default_checkpoint_interval = 1h;  // for checkpointed jobs without an interval
-  // Deadline guard: keep this much (or this fraction of the safe run time, if larger) in hand.
+  // Deadline guard: keep max(this, 2 x restore_time, fraction x safe run time) in hand. The
+  // fraction is 0 by default: the risk of spot is counted per reclaim (checkpoint interval
+  // and restore), so a margin that grows with the job's length only wastes spot on long jobs.
   Seconds deadline_margin = 10min;
-  double deadline_margin_fraction = 0.1;
+  double deadline_margin_fraction = 0.0;
   // The wait option: with this much slack beyond the risk, waiting for cheaper capacity
   // costs no more than that capacity; the cost of waiting rises to "pay now" as slack runs out.
   Seconds wait_horizon = 6h;

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/money.h"
+#include "scheduler/model/guardrails.h"
 #include "scheduler/model/job.h"
 
 namespace frugal::store {
@@ -58,6 +59,9 @@ class CostStore {
  public:
   virtual ~CostStore() = default;
   virtual StatusOr<CostReport> Cost(const CostQuery& query) = 0;
+  // Jobs that ended in the query's window (and team), with each attempt's pool, GPUs, run
+  // time and peak GPU memory: the input of right-sizing advice (policy/guardrails.h).
+  virtual StatusOr<std::vector<model::JobUsage>> EndedJobUsage(const CostQuery& query) = 0;
 };
 
 // The same F in C++, for tests and tools: cost of [t0_us, t1_us] of an attempt that started

@@ -12,9 +12,12 @@
 
 #include "common/status.h"
 #include "scheduler/model/attempt.h"
+#include "scheduler/model/guardrails.h"
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
 #include "scheduler/model/snapshot.h"
+#include "scheduler/store/budgets.h"
+#include "scheduler/store/dashboard_views.h"
 #include "scheduler/store/store_metrics.h"
 
 namespace frugal::store {
@@ -38,6 +41,8 @@ struct SubmitRequest {
   model::JobSpec spec;
   std::optional<std::string> idempotency_key;
   std::string request_sha256;  // of the canonical body, to tell a retry from a reuse
+  // Set: the job starts held, awaiting an admin's approval, with this reason (guardrails).
+  std::optional<std::string> approval_reason;
 };
 
 struct SubmitResult {
@@ -85,6 +90,59 @@ struct IssuedToken {
   std::string user;
 };
 
+// A token as listed: never its secret or its hash.
+struct TokenInfo {
+  std::int64_t id = 0;
+  Role role = Role::kResearcher;
+  std::string team;
+  std::string user;
+  Timestamp created_at{};
+  std::optional<Timestamp> revoked_at;
+};
+
+// The actor of changes the system makes by itself (start-up tokens, test fixtures).
+Principal SystemActor();
+
+// One row of the append-only audit log (migrations/0011_add_audit_log.sql).
+struct AuditEntry {
+  std::int64_t id = 0;
+  Timestamp at{};                        // database time of the change
+  std::optional<std::int64_t> token_id;  // empty: no token (bootstrap, system)
+  std::string user;
+  std::string team;
+  std::string action;   // "team.create", "pool.create", "pool.update", "quota.set", ...
+  std::string subject;  // "team/vision", "pool/a100-spot", "token/7", ...
+  std::string before;   // JSON text; "null" when the subject did not exist
+  std::string after;    // JSON text
+};
+
+struct AuditFilter {
+  std::optional<Timestamp> since;  // at >= since
+  std::optional<std::string> action;
+  int limit = 100;  // newest first
+};
+
+// `frugal admin apply`: the desired state of a cluster (what the file names; anything it
+// does not name is left alone: apply never deletes).
+struct TeamConfig {
+  std::string name;
+  std::optional<QuotaSpec> quota;  // empty: the team's quota is left as it is
+};
+struct ClusterConfig {
+  std::vector<model::Pool> pools;
+  std::vector<TeamConfig> teams;
+};
+
+// One line of apply's diff. `before`/`after` are JSON text ("null" for created).
+struct ConfigChange {
+  enum class Kind { kCreated, kUpdated, kUnchanged };
+  Kind kind = Kind::kUnchanged;
+  std::string subject;  // "pool/NAME", "team/NAME", "quota/TEAM"
+  std::string before;
+  std::string after;
+};
+const char* ToString(ConfigChange::Kind k);
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -113,22 +171,78 @@ class JobStore {
                                          const std::string& actor) = 0;
 
   // --- admin ---
-  virtual StatusOr<Team> CreateTeam(const std::string& name) = 0;
+  // Every mutating admin method takes the `actor` and writes an audit row (who, what,
+  // before, after) in the same transaction as the change: a change that rolls back leaves
+  // no row. A call that changes nothing writes none. The overloads without an actor act as
+  // SystemActor() (start-up and test fixtures).
+  virtual StatusOr<Team> CreateTeam(const Principal& actor, const std::string& name) = 0;
   virtual StatusOr<std::vector<Team>> ListTeams() = 0;
   // Replaces `team`'s quota (an empty spec removes it). NotFound for an unknown team,
   // FailedPrecondition (field "pools") for an unknown pool.
-  virtual StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) = 0;
+  virtual StatusOr<QuotaSpec> SetQuota(const Principal& actor, const std::string& team,
+                                       const QuotaSpec& quota) = 0;
   virtual StatusOr<QuotaSpec> GetQuota(const std::string& team) = 0;
+  // --- budgets (budgets.h, decision 0010) ---
+  // Replaces `team`'s budget. NotFound for an unknown team. Audited (budget.set).
+  virtual StatusOr<BudgetSpec> SetBudget(const Principal& actor, const std::string& team,
+                                         const BudgetSpec& budget) = 0;
+  StatusOr<BudgetSpec> SetBudget(const std::string& team, const BudgetSpec& budget) {
+    return SetBudget(SystemActor(), team, budget);
+  }
+  // NotFound for an unknown team or a team without a budget.
+  virtual StatusOr<BudgetSpec> GetBudget(const std::string& team) = 0;
+  // The budget's status in the period holding `at` (default: database now), with that
+  // period's alerts. NotFound as GetBudget.
+  virtual StatusOr<BudgetStatus> GetBudgetStatus(const std::string& team,
+                                                 std::optional<Timestamp> at) = 0;
+  // Records an alert for every threshold a team has reached in the period holding `at`
+  // (default: database now) and not yet recorded: one row per (team, period, threshold),
+  // so each fires once even across restarts and schedulers. Returns the new ones.
+  virtual StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(std::optional<Timestamp> at) = 0;
+  // Claims up to `limit` alerts whose webhook POST is due; a claim is not handed out
+  // again for a minute, so concurrent dispatchers do not send one alert twice at once.
+  virtual StatusOr<std::vector<AlertDelivery>> ClaimAlertDeliveries(int limit) = 0;
+  // Records the outcome of a claimed POST. On failure the alert is retried after
+  // `backoff` x 2^(attempt-1), or marked failed after `max_attempts` tries.
+  virtual Status RecordAlertDelivery(std::int64_t alert_id, bool delivered,
+                                     const std::string& error, int max_attempts,
+                                     Seconds backoff) = 0;
   // Creates the user in `team` if new, then a token with the given hash.
-  virtual StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user,
-                                            Role role, const std::string& token_sha256) = 0;
+  virtual StatusOr<IssuedToken> CreateToken(const Principal& actor, const std::string& team,
+                                            const std::string& user, Role role,
+                                            const std::string& token_sha256) = 0;
   // Creates team "admin", user "admin" and an admin token, unless an admin token exists
-  // (FailedPrecondition: bootstrap runs once).
+  // (FailedPrecondition: bootstrap runs once). Audited with no token, user "bootstrap".
   virtual StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) = 0;
+  // Every token, newest first, revoked ones included.
+  virtual StatusOr<std::vector<TokenInfo>> ListTokens() = 0;
+  // Revokes token `id` at once (the next request with it is refused). NotFound for an
+  // unknown id; revoking a revoked token changes nothing and returns it.
+  virtual StatusOr<TokenInfo> RevokeToken(const Principal& actor, std::int64_t id) = 0;
+  virtual StatusOr<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) = 0;
+  // Brings the database to `desired` in one transaction: creates or updates what differs,
+  // one audit row per change, all or nothing. With `dry_run` computes the same diff and
+  // changes nothing. Errors name the part at fault (field "pools[1]", "teams[0].quota").
+  virtual StatusOr<std::vector<ConfigChange>> ApplyConfig(const Principal& actor,
+                                                          const ClusterConfig& desired,
+                                                          bool dry_run) = 0;
 
   // --- capacity (nodes register through WorkerStore) ---
-  virtual StatusOr<model::Pool> UpsertPool(const model::Pool& pool) = 0;
+  virtual StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) = 0;
   virtual StatusOr<std::vector<model::Pool>> ListPools() = 0;
+
+  // SystemActor() conveniences (see above).
+  StatusOr<Team> CreateTeam(const std::string& name) { return CreateTeam(SystemActor(), name); }
+  StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) {
+    return SetQuota(SystemActor(), team, quota);
+  }
+  StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user, Role role,
+                                    const std::string& token_sha256) {
+    return CreateToken(SystemActor(), team, user, role, token_sha256);
+  }
+  StatusOr<model::Pool> UpsertPool(const model::Pool& pool) {
+    return UpsertPool(SystemActor(), pool);
+  }
 
   // --- engine ---
   // Nodes whose lease (database time) expired become lost; their active attempts end
@@ -148,6 +262,49 @@ class JobStore {
   // The database's figures for GET /metrics, read in one REPEATABLE READ transaction so
   // they agree with each other.
   virtual StatusOr<StoreMetrics> LoadMetrics() = 0;
+
+  // --- dashboard views (dashboard_views.h) ---
+  // The latest `limit` attempts that ended preempted or node_lost, newest first, each with
+  // the job's next attempt (its recovery) if one started; only `team`'s when set.
+  virtual StatusOr<std::vector<Interruption>> RecentInterruptions(
+      std::optional<model::TeamId> team, int limit) = 0;
+  // A job's attempts (pool, node, cost) and checkpoints. NotFound as GetJob.
+  virtual StatusOr<store::JobTimeline> JobTimeline(model::JobId id,
+                                                   std::optional<model::TeamId> visible_team) = 0;
+
+  // --- guardrails (migrations/0012_add_guardrails.sql, scheduler/model/guardrails.h) ---
+  virtual StatusOr<model::GuardrailSettings> GetGuardrails() = 0;
+  // Replaces every setting (runtimes: the classes listed; others lose theirs).
+  // Audited (guardrails.set), as are the idle policy (team.idle_policy) and approvals
+  // (job.approve); the overloads without an actor act as SystemActor().
+  virtual StatusOr<model::GuardrailSettings> SetGuardrails(const Principal& actor,
+                                                           const model::GuardrailSettings& s) = 0;
+  StatusOr<model::GuardrailSettings> SetGuardrails(const model::GuardrailSettings& s) {
+    return SetGuardrails(SystemActor(), s);
+  }
+  // NotFound for an unknown team.
+  virtual StatusOr<model::IdlePolicy> GetTeamIdlePolicy(const std::string& team) = 0;
+  virtual StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const Principal& actor,
+                                                        const std::string& team,
+                                                        model::IdlePolicy policy) = 0;
+  StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const std::string& team, model::IdlePolicy policy) {
+    return SetTeamIdlePolicy(SystemActor(), team, policy);
+  }
+  // Releases a job held for approval to pending (event `approved` by `actor`). NotFound for
+  // an unknown job; Conflict if it is not awaiting approval (never held, approved or ended).
+  virtual StatusOr<model::Job> ApproveJob(const Principal& actor, model::JobId id) = 0;
+  StatusOr<model::Job> ApproveJob(model::JobId id, const std::string& user) {
+    Principal p = SystemActor();
+    p.user = user;
+    return ApproveJob(p, id);
+  }
+  // Active attempts idle (every GPU under the threshold at the last heartbeat) and not yet
+  // ordered to stop, with the settings and database now().
+  virtual StatusOr<model::IdleBatch> LoadIdleAttempts() = 0;
+  // Applies DecideIdle's actions: warning events (once per attempt), stop orders of kind
+  // `idle`. Attempts that ended or got another stop order since are skipped. Returns how
+  // many stops were ordered.
+  virtual StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) = 0;
 };
 
 }  // namespace frugal::store

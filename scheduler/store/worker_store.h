@@ -27,6 +27,9 @@ struct HeartbeatRequest {
   std::string gpu_stats_json = "[]";
   bool notice = false;    // a spot interruption notice: counts toward the pool's learned rate
   bool draining = false;  // the worker is shutting down: place nothing new, learn nothing
+  // Per attempt: [{"attempt_id", "utilization"?, "memory_used_mb"?}] over the attempt's own
+  // GPUs (busiest GPU). A missing utilization is unknown, and unknown is never idle.
+  std::string usage_json = "[]";
 };
 
 // An attempt for the worker to start.

@@ -1,7 +1,6 @@
 // Decisions of placement/cost that cost money on the single-job deadline problem, found by
-// the cost simulator (bench/results/report.md) and reduced to one snapshot each. They state
-// what the cheaper decision is and are DISABLED because the policy does not make it yet:
-// run them with --gtest_also_run_disabled_tests --gtest_filter='PolicyWeakness*'.
+// the cost simulator (bench/results/report.md) and reduced to one snapshot each. Each states
+// the cheaper decision; they were DISABLED until the rule of decision 0014 made them.
 // One p3.2xlarge (1 V100): spot $0.918/h, on-demand $3.06/h; a 48 h checkpointed job with
 // a checkpoint every 15 min; changeover (restore) 3 min.
 #include <gtest/gtest.h>
@@ -81,10 +80,10 @@ bool OnPool(const model::Plan& plan, model::NodeId first, model::NodeId last) {
 
 // 1. Spot is down (its pool has no live node) and the deadline is 80 h away for 48 h of
 // work: 32 h of slack. The job should wait for spot; today it goes to on-demand at once
-// ("expected $146.88") and stays there (see 2). Uniform Progress waits here. (Only a pool
-// marked elastic makes it wait, for a node it requests; a provider that knows the zone is
-// out of capacity does not mark it so, and nodes that join by themselves never are.)
-TEST(PolicyWeaknessTest, DISABLED_WaitsForSpotWhileTheSlackIsAmple) {
+// ("expected $146.88") and stayed there (see 2). Uniform Progress waits here. The pool is
+// not elastic: its nodes come back by themselves. Reserve kept before waiting: expected
+// rework 0.3/h x 48 h x (7.5 + 3 min) = 2.5 h plus one worst reclaim 18 min = 2.8 h < 31.8 h.
+TEST(PolicyWeaknessTest, WaitsForSpotWhileTheSlackIsAmple) {
   model::Snapshot s;
   s.now = kNow;
   s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.3),
@@ -97,9 +96,10 @@ TEST(PolicyWeaknessTest, DISABLED_WaitsForSpotWhileTheSlackIsAmple) {
 
 // 2. The job runs on on-demand with 44 h of work left and 52 h to its deadline (it went
 // there after a reclaim); spot is back. It should move to spot (a stop that checkpoints,
-// then a placement on spot); today no stop kind exists for that, so it pays on-demand for
-// the remaining 44 h.
-TEST(PolicyWeaknessTest, DISABLED_ReturnsToSpotWhenItComesBackWithAmpleSlack) {
+// then a placement on spot: StopKind::kMigrateToSpot). Slack 52 - (44 + 0.05) - 10 min =
+// 7.8 h covers a reclaim (15 + 3 min); expected stint 1 / 0.3 = 3.3 h saves 3.3 x ($3.06 -
+// $0.918) = $7.14 against $0.31 of changeovers and expected lost work.
+TEST(PolicyWeaknessTest, ReturnsToSpotWhenItComesBackWithAmpleSlack) {
   model::Snapshot s;
   s.now = kNow;
   s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.3),
@@ -123,15 +123,17 @@ TEST(PolicyWeaknessTest, DISABLED_ReturnsToSpotWhenItComesBackWithAmpleSlack) {
   a.checkpoint_interval = minutes(15);
   s.running = {a};
   model::Plan plan = Frugal().Decide(s);
-  EXPECT_FALSE(plan.stops.empty()) << Reasons(plan);
+  ASSERT_EQ(plan.stops.size(), 1u) << Reasons(plan);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateToSpot);
 }
 
 // 3. C0/R0 = 0.9: 48 h of work, 53.3 h to the deadline, spot up with a low learned reclaim
-// rate (0.065 per node-hour). The margin of 10% of the safe run (4.8 h) leaves 0.5 h of
-// slack, less than the spot risk (51 min): on-demand for everything. The deadline holds
+// rate (0.065 per node-hour). The old margin of 10% of the safe run (4.8 h) left 0.5 h of
+// slack, less than the old spot risk (51 min): on-demand for everything. Now the margin is
+// max(10 min, 2 x 3 min) and the risk one reclaim (18 min): slack 5.2 h covers it. The deadline holds
 // with spot (a reclaim costs at most 15 + 3 min and on-demand can still finish), and
 // Uniform Progress saves 28% on these cells, the optimum 36%.
-TEST(PolicyWeaknessTest, DISABLED_UsesSpotWhenTheSlackCoversAReclaimButNotTenPercent) {
+TEST(PolicyWeaknessTest, UsesSpotWhenTheSlackCoversAReclaimButNotTenPercent) {
   model::Snapshot s;
   s.now = kNow;
   s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.065),
@@ -146,10 +148,10 @@ TEST(PolicyWeaknessTest, DISABLED_UsesSpotWhenTheSlackCoversAReclaimButNotTenPer
 
 // 4. A gang of 16 on a spot pool whose 16 nodes are always reclaimed together (a zone out
 // of capacity): the store learns 0.7 notices per node-hour, i.e. 0.7 gang reclaims per
-// hour. The policy multiplies the per-node rate by the 16 nodes (11 reclaims per hour),
-// sees a risk of 4 days against 16 h of slack and runs on on-demand; Uniform Progress saves
+// hour. The policy multiplied the per-node rate by the 16 nodes (11 reclaims per hour), saw
+// a risk of 4 days against 16 h of slack and ran on on-demand; Uniform Progress saves
 // 75% on this series (gcp-h100 us-central1-a, C0/R0 = 0.7).
-TEST(PolicyWeaknessTest, DISABLED_CountsAGangsSimultaneousReclaimsOnce) {
+TEST(PolicyWeaknessTest, CountsAGangsSimultaneousReclaimsOnce) {
   model::Snapshot s;
   s.now = kNow;
   s.pools = {Pool(1, model::CapacityKind::kSpot, 2372400, 16, 0.715),

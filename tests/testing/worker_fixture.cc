@@ -51,6 +51,10 @@ WorkerProcess::WorkerProcess(WorkerOptions o) : options_(std::move(o)) {
                                    "--checkpoint-root", options_.checkpoint_root,
                                    "--grace", options_.grace,
                                    "--notice-file", options_.dir + "/notice"};
+  if (!options_.nvidia_smi.empty()) {
+    argv.push_back("--nvidia-smi");
+    argv.push_back(options_.nvidia_smi);
+  }
   child_ = std::make_unique<ChildProcess>(argv, env, options_.dir + "/worker");
 }
 

@@ -22,6 +22,7 @@ struct WorkerOptions {
   std::string checkpoint_root;  // shared by all workers of a test
   std::string grace = "5s";
   EnvOverrides env;             // e.g. FRUGAL_CLI for examples/train.sh
+  std::string nvidia_smi;       // set: the worker's GPU metrics command (a test script)
 };
 
 class WorkerProcess {

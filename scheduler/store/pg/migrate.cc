@@ -1,4 +1,5 @@
 #include <cctype>
+#include <set>
 #include <string>
 
 #include "scheduler/store/pg/migrations.h"
@@ -16,8 +17,12 @@ StatusOr<int> MigrateLocked(PgConn& conn) {
                           " version integer PRIMARY KEY, name text NOT NULL,"
                           " applied_at timestamptz NOT NULL DEFAULT now())")
                       .status());
-  ASSIGN_OR_RETURN(auto cur, conn.ExecScript("SELECT coalesce(max(version), 0) FROM schema_migrations"));
-  const int current = static_cast<int>(cur.Int(0, 0));
+  ASSIGN_OR_RETURN(auto cur, conn.ExecScript("SELECT version FROM schema_migrations"));
+  // Every version not yet applied runs, in order, not only those above the highest: a
+  // migration numbered into a gap (work merged out of order) is never skipped.
+  std::set<int> done;
+  for (int i = 0; i < cur.rows(); ++i) done.insert(static_cast<int>(cur.Int(i, 0)));
+  const int current = done.empty() ? 0 : *done.rbegin();
   const auto& all = AllMigrations();
   const int newest = all.empty() ? 0 : all.back().version;
   if (current > newest) {
@@ -27,7 +32,7 @@ StatusOr<int> MigrateLocked(PgConn& conn) {
   }
   int applied = 0;
   for (const auto& m : all) {
-    if (m.version <= current) continue;
+    if (done.count(m.version)) continue;
     RETURN_IF_ERROR(conn.ExecScript("BEGIN").status());
     auto run = conn.ExecScript(m.sql);
     if (!run.ok()) {

@@ -1,6 +1,8 @@
 // PgStore: connection management, auth, admin and capacity.
 #include "scheduler/store/pg/pg_store.h"
 
+#include "scheduler/store/pg/pg_audit.h"
+
 namespace frugal::store {
 
 const char* ToString(Role r) {
@@ -19,6 +21,23 @@ StatusOr<Role> ParseRole(const std::string& s) {
   }
   return InvalidArgument("unknown role '" + s.substr(0, 32) + "' (admin|researcher|worker|metrics)",
                          "role");
+}
+
+Principal SystemActor() {
+  Principal p;
+  p.role = Role::kAdmin;
+  p.user = "system";
+  p.team = "system";
+  return p;
+}
+
+const char* ToString(ConfigChange::Kind k) {
+  switch (k) {
+    case ConfigChange::Kind::kCreated: return "created";
+    case ConfigChange::Kind::kUpdated: return "updated";
+    case ConfigChange::Kind::kUnchanged: return "unchanged";
+  }
+  return "unknown";
 }
 
 PgStore::PgStore(std::string conninfo, int pool_size) : pool_(std::move(conninfo), pool_size) {}
@@ -53,17 +72,6 @@ StatusOr<Principal> PgStore::Authenticate(const std::string& token_sha256) {
   });
 }
 
-StatusOr<Team> PgStore::CreateTeam(const std::string& name) {
-  return InTransaction<Team>(pool_, [&](PgConn& c) -> StatusOr<Team> {
-    auto r = c.Exec("create_team", "INSERT INTO teams (name) VALUES ($1) RETURNING id", {name});
-    if (!r.ok() && r.status().code() == StatusCode::kConflict) {
-      return Conflict("team '" + name + "' already exists");
-    }
-    if (!r.ok()) return r.status();
-    return Team{r->Int(0, 0), name};
-  });
-}
-
 StatusOr<std::vector<Team>> PgStore::ListTeams() {
   return InTransaction<std::vector<Team>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<Team>> {
     ASSIGN_OR_RETURN(auto r, c.Exec("list_teams", "SELECT id, name FROM teams ORDER BY name"));
@@ -75,8 +83,11 @@ StatusOr<std::vector<Team>> PgStore::ListTeams() {
 
 namespace {
 
-StatusOr<IssuedToken> InsertToken(PgConn& c, const std::string& team, const std::string& user,
-                                  Role role, const std::string& token_sha256) {
+// Audited as `action` ("token.create" or "bootstrap").
+StatusOr<IssuedToken> InsertToken(PgConn& c, const Principal& actor, const char* action,
+                                  const std::string& team,
+                                  const std::string& user, Role role,
+                                  const std::string& token_sha256) {
   ASSIGN_OR_RETURN(auto t, c.Exec("team_id_by_name", "SELECT id FROM teams WHERE name = $1", {team}));
   if (t.rows() == 0) return FailedPrecondition("unknown team '" + team + "'", "team");
   const std::string team_id = t.Text(0, 0);
@@ -89,15 +100,21 @@ StatusOr<IssuedToken> InsertToken(PgConn& c, const std::string& team, const std:
                                   "INSERT INTO api_tokens (token_sha256, role, team_id, user_id)"
                                   " VALUES ($1, $2, $3, $4) RETURNING id",
                                   {token_sha256, ToString(role), team_id, u.Text(0, 0)}));
-  return IssuedToken{k.Int(0, 0), role, team, user};
+  IssuedToken issued{k.Int(0, 0), role, team, user};
+  RETURN_IF_ERROR(pg::AppendAudit(
+      c, actor, action,
+      "token/" + std::to_string(issued.id), nullptr,
+      {{"id", issued.id}, {"role", ToString(role)}, {"team", team}, {"user", user}}));
+  return issued;
 }
 
 }  // namespace
 
-StatusOr<IssuedToken> PgStore::CreateToken(const std::string& team, const std::string& user,
-                                           Role role, const std::string& token_sha256) {
+StatusOr<IssuedToken> PgStore::CreateToken(const Principal& actor, const std::string& team,
+                                           const std::string& user, Role role,
+                                           const std::string& token_sha256) {
   return InTransaction<IssuedToken>(pool_, [&](PgConn& c) {
-    return InsertToken(c, team, user, role, token_sha256);
+    return InsertToken(c, actor, "token.create", team, user, role, token_sha256);
   });
 }
 
@@ -115,36 +132,10 @@ StatusOr<IssuedToken> PgStore::Bootstrap(const std::string& token_sha256) {
     RETURN_IF_ERROR(c.Exec("bootstrap_team",
                            "INSERT INTO teams (name) VALUES ('admin') ON CONFLICT DO NOTHING")
                         .status());
-    return InsertToken(c, "admin", "admin", Role::kAdmin, token_sha256);
-  });
-}
-
-StatusOr<model::Pool> PgStore::UpsertPool(const model::Pool& p) {
-  return InTransaction<model::Pool>(pool_, [&](PgConn& c) -> StatusOr<model::Pool> {
-    ASSIGN_OR_RETURN(auto r, c.Exec("upsert_pool",
-                                    "INSERT INTO pools (name, capacity_kind, gpu_type, gpu_mem_gb,"
-                                    " speed, price_micros_per_gpu_hour, max_gpus, startup_delay_s,"
-                                    " idle_timeout_s, preemption_prior_per_node_hour) VALUES ($1,"
-                                    " $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO"
-                                    " UPDATE SET startup_delay_s = EXCLUDED.startup_delay_s,"
-                                    " idle_timeout_s = EXCLUDED.idle_timeout_s,"
-                                    " preemption_prior_per_node_hour ="
-                                    " EXCLUDED.preemption_prior_per_node_hour,"
-                                    " capacity_kind = EXCLUDED.capacity_kind, gpu_type ="
-                                    " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb, speed ="
-                                    " EXCLUDED.speed, price_micros_per_gpu_hour ="
-                                    " EXCLUDED.price_micros_per_gpu_hour, max_gpus ="
-                                    " EXCLUDED.max_gpus RETURNING id",
-                                    {p.name, model::ToString(p.kind), p.gpu_type,
-                                     std::to_string(p.gpu_mem_gb), std::to_string(p.speed),
-                                     std::to_string(p.price_per_gpu_hour),
-                                     std::to_string(p.max_gpus),
-                                     std::to_string(p.startup_delay.count()),
-                                     std::to_string(p.idle_timeout.count()),
-                                     std::to_string(p.preemption_prior_per_node_hour)}));
-    model::Pool out = p;
-    out.id = r.Int(0, 0);
-    return out;
+    Principal bootstrap;  // no token: it is being created
+    bootstrap.user = "bootstrap";
+    bootstrap.team = "admin";
+    return InsertToken(c, bootstrap, "bootstrap", "admin", "admin", Role::kAdmin, token_sha256);
   });
 }
 

@@ -27,15 +27,42 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
                                  const std::string& actor) override;
 
-  StatusOr<Team> CreateTeam(const std::string& name) override;
+  using JobStore::CreateTeam;  // the SystemActor() conveniences
+  using JobStore::CreateToken;
+  using JobStore::SetQuota;
+  using JobStore::UpsertPool;
+  StatusOr<Team> CreateTeam(const Principal& actor, const std::string& name) override;
   StatusOr<std::vector<Team>> ListTeams() override;
-  StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) override;
+  StatusOr<QuotaSpec> SetQuota(const Principal& actor, const std::string& team,
+                               const QuotaSpec& quota) override;  // pg_store_quotas.cc
   StatusOr<QuotaSpec> GetQuota(const std::string& team) override;
-  StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user, Role role,
+  // pg_store_budgets.cc
+  using JobStore::SetBudget;  // SystemActor() conveniences, as above
+  using JobStore::SetGuardrails;
+  using JobStore::SetTeamIdlePolicy;
+  using JobStore::ApproveJob;
+  StatusOr<BudgetSpec> SetBudget(const Principal& actor, const std::string& team,
+                                 const BudgetSpec& budget) override;
+  StatusOr<BudgetSpec> GetBudget(const std::string& team) override;
+  StatusOr<BudgetStatus> GetBudgetStatus(const std::string& team,
+                                         std::optional<Timestamp> at) override;
+  StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(std::optional<Timestamp> at) override;
+  StatusOr<std::vector<AlertDelivery>> ClaimAlertDeliveries(int limit) override;
+  Status RecordAlertDelivery(std::int64_t alert_id, bool delivered, const std::string& error,
+                             int max_attempts, Seconds backoff) override;
+  StatusOr<IssuedToken> CreateToken(const Principal& actor, const std::string& team,
+                                    const std::string& user, Role role,
                                     const std::string& token_sha256) override;
   StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) override;
+  // pg_store_admin.cc
+  StatusOr<std::vector<TokenInfo>> ListTokens() override;
+  StatusOr<TokenInfo> RevokeToken(const Principal& actor, std::int64_t id) override;
+  StatusOr<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
+  StatusOr<std::vector<ConfigChange>> ApplyConfig(const Principal& actor,
+                                                  const ClusterConfig& desired,
+                                                  bool dry_run) override;  // pg_store_apply.cc
 
-  StatusOr<model::Pool> UpsertPool(const model::Pool& pool) override;
+  StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) override;
   StatusOr<std::vector<model::Pool>> ListPools() override;
 
   StatusOr<int> SweepLostNodes() override;
@@ -43,6 +70,10 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
   StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
+  StatusOr<std::vector<Interruption>> RecentInterruptions(std::optional<model::TeamId> team,
+                                                         int limit) override;  // pg_store_dashboard.cc
+  StatusOr<store::JobTimeline> JobTimeline(model::JobId id,
+                                           std::optional<model::TeamId> visible_team) override;
 
   StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
                                         Seconds lease_ttl) override;
@@ -57,6 +88,18 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
                                            std::int64_t after_seq, int limit) override;
 
   StatusOr<CostReport> Cost(const CostQuery& query) override;
+  StatusOr<std::vector<model::JobUsage>> EndedJobUsage(const CostQuery& query) override;
+
+  // pg_store_guardrails.cc
+  StatusOr<model::GuardrailSettings> GetGuardrails() override;
+  StatusOr<model::GuardrailSettings> SetGuardrails(const Principal& actor,
+                                                   const model::GuardrailSettings& s) override;
+  StatusOr<model::IdlePolicy> GetTeamIdlePolicy(const std::string& team) override;
+  StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const Principal& actor, const std::string& team,
+                                                model::IdlePolicy policy) override;
+  StatusOr<model::Job> ApproveJob(const Principal& actor, model::JobId id) override;
+  StatusOr<model::IdleBatch> LoadIdleAttempts() override;
+  StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) override;
 
  private:
   PgPool pool_;
@@ -79,12 +122,35 @@ std::string ToTimeParam(Timestamp t);
 StatusOr<int> BillEndedAttempts(PgConn& c);
 // Every team's quota, by pool id, for the snapshot.
 StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
+// Every team's budget in the current period (spent and committed), for the snapshot.
+StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 31;
 // Parses a job whose kJobColumns start at column `first`.
 model::Job ParseJob(const PgResult& r, int row, int first = 0);
 StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c);
+// Admin changes inside a caller's transaction, audited there (pg_store_admin.cc,
+// pg_store_quotas.cc); ApplyConfig and the single-change methods share them. Each says
+// what changed (kUnchanged writes no audit row).
+struct PoolChange {
+  ConfigChange change;
+  model::Pool pool;  // with its id
+};
+StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model::Pool& pool);
+struct TeamChange {
+  ConfigChange change;
+  model::TeamId id = 0;
+};
+// Conflict when the team exists, unless `exist_ok` (then kUnchanged).
+StatusOr<TeamChange> CreateTeamTx(PgConn& c, const Principal& actor, const std::string& name,
+                                  bool exist_ok);
+struct QuotaChange {
+  ConfigChange change;
+  QuotaSpec saved;
+};
+StatusOr<QuotaChange> SetQuotaTx(PgConn& c, const Principal& actor, const std::string& team,
+                                 const QuotaSpec& quota);
 }  // namespace pg
 
 }  // namespace frugal::store

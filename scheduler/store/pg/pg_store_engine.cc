@@ -121,6 +121,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " GROUP BY j.team_id"));
     for (int i = 0; i < u.rows(); ++i) s.team_usage[u.Int(i, 0)] = {u.Double(i, 1), s.now};
     ASSIGN_OR_RETURN(s.quotas, pg::LoadQuotas(c));
+    ASSIGN_OR_RETURN(s.budgets, pg::LoadBudgets(c));
     return s;
   });
 }
@@ -203,22 +204,24 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
           c.Exec("apply_assignments",
                  // Only onto nodes still live: a notice may have come since the snapshot.
                  "WITH a AS (SELECT t.* FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
-                 "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)))"
-                 "   AS t(job_id, node_id, gpus, reason) JOIN nodes n ON n.id = t.node_id"
+                 "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
+                 "   AS t(job_id, node_id, gpus, reason, expected) JOIN nodes n ON n.id = t.node_id"
                  "   AND n.state = 'live' AND n.lease_expires_at > now()),"
                  " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
                  "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
                  "   reason = a.reason FROM a WHERE j.id = a.job_id AND j.state = 'pending'"
-                 "   RETURNING j.id, j.attempt_count, a.node_id, a.gpus, a.reason),"
-                 " ins AS (INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch)"
-                 "   SELECT upd.id, upd.attempt_count, upd.node_id, upd.gpus, n.lease_epoch"
+                 "   RETURNING j.id, j.attempt_count, a.node_id, a.gpus, a.reason, a.expected),"
+                 " ins AS (INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch,"
+                 "   expected_cost_micros) SELECT upd.id, upd.attempt_count, upd.node_id,"
+                 "   upd.gpus, n.lease_epoch, greatest(upd.expected, 0)"
                  "   FROM upd JOIN nodes n ON n.id = upd.node_id RETURNING job_id),"
                  " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                  "   SELECT id, 'state_changed', 'pending', 'running', reason FROM upd)"
                  " SELECT count(*) FROM ins",
                  {IntArray(as, [](auto& a) { return a.job_id; }),
                   IntArray(as, [](auto& a) { return a.node_id; }),
-                  IntArray(as, [](auto& a) { return a.gpus; }), Reasons(as)}));
+                  IntArray(as, [](auto& a) { return a.gpus; }), Reasons(as),
+                  IntArray(as, [](auto& a) { return a.expected_cost; })}));
       started = static_cast<int>(r.Int(0, 0));
     }
     if (!plan.waits.empty()) {

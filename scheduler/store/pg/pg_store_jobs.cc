@@ -159,6 +159,7 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
         req.idempotency_key,
         req.idempotency_key ? PgParam(req.request_sha256) : std::nullopt,
         json(s.after_any).dump(),
+        req.approval_reason,
     };
     ASSIGN_OR_RETURN(
         auto ins,
@@ -166,13 +167,16 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
                "INSERT INTO jobs (team_id, user_id, name, project, command, env, working_dir,"
                " gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank, deadline, estimate_s,"
                " max_runtime_s, tolerance, checkpoint_interval_s, depends_on, labels,"
-               " max_attempts, idempotency_key, request_sha256, depends_on_any) VALUES ($1, $2,"
+               " max_attempts, idempotency_key, request_sha256, depends_on_any, state, reason,"
+               " awaiting_approval) VALUES ($1, $2,"
                " $3, $4,"
                " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)), $6::jsonb, $7, $8,"
                " ARRAY(SELECT jsonb_array_elements_text($9::jsonb)), $10, $11, $12,"
                " to_timestamp($13::bigint / 1000000.0), $14, $15, $16, $17,"
                " ARRAY(SELECT jsonb_array_elements_text($18::jsonb)::bigint), $19::jsonb, $20,"
-               " $21, $22, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)::bigint))"
+               " $21, $22, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)::bigint),"
+               " CASE WHEN $24::text IS NULL THEN 'pending' ELSE 'held' END, coalesce($24, ''),"
+               " $24::text IS NOT NULL)"
                " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
                " DO NOTHING RETURNING id",
                p));
@@ -183,8 +187,11 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
       result.created = true;
       RETURN_IF_ERROR(c.Exec("submitted_event",
                              "INSERT INTO job_events (job_id, kind, to_state, message)"
-                             " VALUES ($1, 'submitted', 'pending', $2)",
-                             {std::to_string(id), "submitted by " + who.user})
+                             " VALUES ($1, 'submitted', $3, $2)",
+                             {std::to_string(id),
+                              "submitted by " + who.user +
+                                  (req.approval_reason ? "; " + *req.approval_reason : ""),
+                              req.approval_reason ? "held" : "pending"})
                           .status());
     } else {
       ASSIGN_OR_RETURN(auto prev, c.Exec("job_by_idempotency_key",
@@ -239,7 +246,8 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
                                     "SELECT a.id, a.number, a.node_id, n.name, p.name, a.gpus,"
                                     " a.lease_epoch, " FRUGAL_US("a.started_at") ", "
                                     FRUGAL_US("a.ended_at") ", coalesce(a.end_reason, ''),"
-                                    " a.exit_code FROM attempts a JOIN nodes n ON n.id = a.node_id"
+                                    " a.exit_code, a.peak_gpu_mem_mb FROM attempts a JOIN nodes n"
+                                    " ON n.id = a.node_id"
                                     " JOIN pools p ON p.id = n.pool_id WHERE a.job_id = $1"
                                     " ORDER BY a.number",
                                     {sid}));
@@ -257,6 +265,7 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
       at.ended_at = pg::OptTime(a, i, 8);
       at.end_reason = a.Text(i, 9);
       if (auto v = a.OptInt(i, 10)) at.exit_code = static_cast<int>(*v);
+      if (auto v = a.OptInt(i, 11)) at.peak_gpu_mem_mb = static_cast<int>(*v);
       d.attempts.push_back(at);
     }
     ASSIGN_OR_RETURN(auto ck, c.Exec("job_latest_checkpoint",

@@ -125,6 +125,19 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                            " jsonb_array_elements_text($2::jsonb)::bigint)",
                            {node_id, running.dump()})
                         .status());
+    // Guardrail samples (migration 0012): peak memory, and idle_since in database time,
+    // reset by any busy or unknown reading.
+    RETURN_IF_ERROR(c.Exec("heartbeat_usage",
+                           "UPDATE attempts a SET peak_gpu_mem_mb = greatest(a.peak_gpu_mem_mb,"
+                           " u.mem), idle_since = CASE WHEN u.util IS NOT NULL AND u.util <"
+                           " (SELECT idle_threshold_percent FROM guardrail_settings) THEN"
+                           " coalesce(a.idle_since, now()) END FROM (SELECT (e->>'attempt_id')"
+                           "::bigint AS id, (e->>'utilization')::int AS util,"
+                           " (e->>'memory_used_mb')::int AS mem FROM jsonb_array_elements("
+                           "$2::jsonb) e) u WHERE a.id = u.id AND a.node_id = $1 AND"
+                           " a.ended_at IS NULL",
+                           {node_id, req.usage_json})
+                        .status());
     HeartbeatReply reply;
     ASSIGN_OR_RETURN(
         auto s, c.Exec("heartbeat_stops",
@@ -229,7 +242,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                                     "UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
                                     " end_reason = $3, exit_code = $4 FROM nodes n WHERE a.id = $1"
                                     " AND a.lease_epoch = $2 AND a.ended_at IS NULL AND n.id ="
-                                    " a.node_id RETURNING a.job_id, n.name",
+                                    " a.node_id RETURNING a.job_id, n.name, a.idle_stopped_at IS NOT NULL",
                                     {std::to_string(attempt), std::to_string(lease_epoch),
                                      ToString(outcome),
                                      exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt}));
@@ -285,6 +298,13 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                      ? "cancelled; stopped on " + node + " (it was also preempted)"
                      : "preempted on " + node + "; resuming from the latest checkpoint";
         break;
+    }
+    if (a.Bool(0, 2) && !cancel_requested &&
+        (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
+      // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
+      reason = outcome == Outcome::kPreempted
+                   ? "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint"
+                   : "stopped: GPUs idle on " + node + " and the job never checkpointed";
     }
     const bool terminal = to != "pending";
     RETURN_IF_ERROR(c.Exec("finish_job_update",

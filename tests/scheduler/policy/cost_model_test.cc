@@ -37,8 +37,9 @@ TEST(CostModelTest, SpotAddsReworkFromHalfAnIntervalPlusRestorePerReclaim) {
   EXPECT_NEAR(e.preemptions, 0.1 * e.wall_hours, 1e-9);
   EXPECT_NEAR(e.loss_hours, 1 + 5.0 / 60, 1e-9);
   EXPECT_EQ(e.cost, 21'166'667);  // $1 x 2 GPUs x 10.5833h
-  // A gang on two nodes is reclaimed twice as often.
-  EXPECT_NEAR(EstimateOn(TenHours(), pool, 2, false).rework_hours, 70.0 / 60, 1e-9);
+  // A gang's nodes are reclaimed together (a zone out of capacity takes them all): a gang
+  // on two nodes sees the same reclaims as one node, not twice as many.
+  EXPECT_NEAR(EstimateOn(TenHours(), pool, 2, false).rework_hours, 35.0 / 60, 1e-9);
 }
 
 TEST(CostModelTest, RestartableJobsLoseHalfTheRunPerReclaim) {
@@ -78,11 +79,20 @@ TEST(CostModelTest, DecisionRateIsPerReferenceHourAndReservedIsNearlyFree) {
 }
 
 TEST(CostModelTest, DeadlineSlackIsLeftMinusSafeRunMinusMargin) {
-  // 30h left, 10h on the fastest safe pool, margin max(10m, 1h): slack 19h.
+  // 30h left, 10h on the fastest safe pool, margin max(10m, 2 x 5m restore) = 10m (no
+  // longer 10% of the run: the spot risk is counted per reclaim): slack 19h50m.
   PolicyConfig config;
   DeadlineView v = ViewDeadline(At(30h), T0(), 10.0, config);
   EXPECT_TRUE(v.has_deadline);
-  EXPECT_NEAR(v.slack_hours, 19.0, 1e-9);
+  EXPECT_NEAR(v.slack_hours, 19.0 + 50.0 / 60, 1e-9);
+  // A fraction of the run is still honoured when configured: max(10m, 1h) = 1h.
+  config.deadline_margin_fraction = 0.1;
+  EXPECT_NEAR(ViewDeadline(At(30h), T0(), 10.0, config).slack_hours, 19.0, 1e-9);
+  config.deadline_margin_fraction = 0;
+  // A 12m restore makes the margin 2 x 12m = 24m (the Safety Net's 2d).
+  config.restore_time = 12min;
+  EXPECT_NEAR(ViewDeadline(At(30h), T0(), 10.0, config).slack_hours, 20.0 - 0.4, 1e-9);
+  config.restore_time = 5min;
   EXPECT_FALSE(ViewDeadline(std::nullopt, T0(), 10.0, config).has_deadline);
   // 1h of work: the 10m floor applies. 1h30m left: slack 1h30m - 1h - 10m = 20m.
   EXPECT_NEAR(ViewDeadline(At(90min), T0(), 1.0, config).slack_hours, 1.0 / 3, 1e-9);
@@ -91,12 +101,19 @@ TEST(CostModelTest, DeadlineSlackIsLeftMinusSafeRunMinusMargin) {
 TEST(CostModelTest, SpotIsCoveredWhileSlackExceedsExtraTimePlusOneWorstReclaim) {
   auto pool = MakePool(1, "s", CapacityKind::kSpot);
   pool.preemption_rate_per_node_hour = 0.1;
-  Estimate e = EstimateOn(TenHours(), pool, 1, false);  // wall 10h35m, loss 1h5m
+  Estimate e = EstimateOn(TenHours(), pool, 1, false);  // run 10h, rework 35m, loss 1h5m
   PolicyConfig config;
   DeadlineView v = ViewDeadline(At(30h), T0(), 10.0, config);
-  EXPECT_NEAR(SpotRiskHours(e, v), 35.0 / 60 + 65.0 / 60, 1e-9);
+  // The risk is what one reclaim takes before the guard reacts: 1h5m. Later reclaims are
+  // guarded when they come; the expected rework (35m) is what waiting must leave in hand.
+  EXPECT_NEAR(SpotRiskHours(e, v), 65.0 / 60, 1e-9);
+  // Reserve: risk 1h5m + rework 35m + 1.06 expected reclaims x one 5m restore back.
+  EXPECT_NEAR(SpotReserveHours(e, v, TenHours()), 65.0 / 60 + 35.0 / 60 + e.preemptions * 5.0 / 60,
+              1e-9);
   EXPECT_TRUE(SpotCovered(e, v));
-  EXPECT_FALSE(SpotCovered(e, ViewDeadline(At(12h), T0(), 10.0, config)));  // slack 1h
+  // 11h15m left: slack 11h15m - 10h - 10m = 1h5m, just covers it; 11h10m does not.
+  EXPECT_TRUE(SpotCovered(e, ViewDeadline(At(11h + 15min), T0(), 10.0, config)));
+  EXPECT_FALSE(SpotCovered(e, ViewDeadline(At(11h + 10min), T0(), 10.0, config)));
 }
 
 TEST(CostModelTest, PoolFitAndTolerance) {

@@ -12,9 +12,11 @@ using namespace testing;
 using model::CapacityKind;
 using model::Tolerance;
 
-// Running on spot: checkpointed, 10h estimate, progress 0.5 at its last checkpoint. Left:
-// 5h + 5m restore on on-demand, margin 10% = 30.5m; a reclaim loses up to 1h + 5m.
-// It must move once deadline - now < 5h5m + 30.5m + 1h5m = 6h40.5m.
+// Running on spot: checkpointed, 10h estimate, progress 0.5 at its last checkpoint 30m ago.
+// Left: 5h + 5m restore on on-demand, margin max(10m, 2 x 5m) = 10m. The slack counts from
+// the checkpoint, so the 30m since are written off already; a reclaim can still take the
+// 30m until the next checkpoint (interval 1h). It must move once
+// deadline - now < 5h5m + 10m + 30m = 5h45m.
 class MigrationTest : public CostPolicyTest {
  protected:
   void SetUp() override {
@@ -37,7 +39,7 @@ class MigrationTest : public CostPolicyTest {
 };
 
 TEST_F(MigrationTest, MovesACheckpointedJobOffSpotWhenSlackRunsLow) {
-  s_.running = {OnSpot(6h)};  // slack 6h - 5h5m - 30.5m = 24.5m < 1h5m
+  s_.running = {OnSpot(5h + 40min)};  // slack 5h40m - 5h5m - 10m = 25m < 30m
   auto plan = Decide();
   ASSERT_EQ(plan.stops.size(), 1u);
   EXPECT_EQ(plan.stops[0].attempt_id, 100);
@@ -49,16 +51,16 @@ TEST_F(MigrationTest, MovesACheckpointedJobOffSpotWhenSlackRunsLow) {
 }
 
 TEST_F(MigrationTest, StaysOnSpotWhileSlackCoversAReclaim) {
-  s_.running = {OnSpot(8h)};  // slack 8h - 5h35.5m = 2h24.5m >= 1h5m
+  s_.running = {OnSpot(5h + 50min)};  // slack 5h50m - 5h15m = 35m >= 30m
   EXPECT_TRUE(Decide().stops.empty());
 }
 
 TEST_F(MigrationTest, DoesNotMoveWithoutSafeRoomOrCheckpoints) {
-  auto restartable = OnSpot(6h);
+  auto restartable = OnSpot(5h + 40min);
   restartable.tolerance = Tolerance::kRestartable;  // moving would lose everything
   s_.running = {restartable};
   EXPECT_TRUE(Decide().stops.empty());
-  s_.running = {OnSpot(6h), MakeRunning(101, 51, 20, 8)};  // on-demand is full
+  s_.running = {OnSpot(5h + 40min), MakeRunning(101, 51, 20, 8)};  // on-demand is full
   EXPECT_TRUE(Decide().stops.empty());
 }
 
@@ -161,20 +163,21 @@ class WaitTest : public CostPolicyTest {
 };
 
 TEST_F(WaitTest, WaitingBeatsPayingWhenSlackAllows) {
-  // Deadline 10h: safe run 2h, margin 12m, slack 7h48m; the wait (40m) leaves 7h08m > 6h
-  // horizon, so waiting costs as little as reserved. On-demand would cost $3 x 2h = $6.00.
+  // Deadline 10h: safe run 2h, margin max(10m, 2 x 5m restore) = 10m, slack 7h50m; the
+  // wait (40m) leaves 7h10m > 6h horizon, so waiting costs as little as reserved. On-demand
+  // would cost $3 x 2h = $6.00.
   auto j = Job(1);
   j.deadline = At(10h);
   s_.pending = {j};
   auto plan = Decide();
   EXPECT_TRUE(plan.assignments.empty());
   EXPECT_EQ(WaitReason(plan, 1),
-            "waiting for reserved a100-reserved (room expected in ~40m): slack 7h48m covers the "
+            "waiting for reserved a100-reserved (room expected in ~40m): slack 7h50m covers the "
             "wait; on-demand a100-od now would cost $6.00 more");
 }
 
 TEST_F(WaitTest, PaysWhenTheWaitWouldEatTheSlack) {
-  // Deadline 2h30m: slack 2h30m - 2h - 12m = 18m < 40m wait: on-demand now.
+  // Deadline 2h30m: slack 2h30m - 2h - 10m = 20m < 40m wait: on-demand now.
   auto j = Job(1);
   j.deadline = At(150min);
   s_.pending = {j};

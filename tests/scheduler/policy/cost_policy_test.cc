@@ -1,5 +1,5 @@
 // Scenarios for placement/cost, each with the arithmetic that decides it. Defaults used
-// below: restore 5m, deadline margin max(10m, 10% of the safe run), reserved weight 0.001,
+// below: restore 5m, deadline margin max(10m, 2 x restore) = 10m, reserved weight 0.001,
 // patience without a deadline 1h, min run time 10m.
 #include "scheduler/policy/cost_policy.h"
 
@@ -54,9 +54,10 @@ TEST_F(CostPolicyTest, PicksTheCheapestGpuTypeThatFitsCountingSpeed) {
 }
 
 // A checkpointed 10h job (interval 1h) on on-demand $3/h or spot $1/h at 0.1 reclaims per
-// node-hour. Safe run 10h, margin max(10m, 1h) = 1h. On spot: loss per reclaim
-// 1h/2 + 5m = 35m, rework 0.1 x 10h x 35m = 35m, wall 10h35m, expected 1.06 reclaims,
-// worst reclaim 1h5m: risk = 35m + 1h5m = 1h40m.
+// node-hour. Safe run 10h, margin 10m. On spot: loss per reclaim 1h/2 + 5m = 35m, rework
+// 0.1 x 10h x 35m = 35m, wall 10h35m, expected 1.06 reclaims. The risk is one worst reclaim,
+// 1h5m (decision 0014: later reclaims are guarded when they come; the old risk, 1h40m,
+// also counted the expected rework of the whole run).
 class SlackTest : public CostPolicyTest {
  protected:
   void SetUp() override {
@@ -75,7 +76,7 @@ class SlackTest : public CostPolicyTest {
 };
 
 TEST_F(SlackTest, UsesSpotWhileSlackCoversTheRisk) {
-  // Deadline in 30h: slack 30 - 10 - 1 = 19h >= 1h40m. Spot: $1 x 10.58h = $10.58.
+  // Deadline in 30h: slack 30h - 10h - 10m = 19h50m >= 1h5m. Spot: $1 x 10.58h = $10.58.
   s_.pending = {Job(1, 30h)};
   auto plan = Decide();
   ASSERT_EQ(NodeOf(plan, 1), 30);
@@ -83,17 +84,17 @@ TEST_F(SlackTest, UsesSpotWhileSlackCoversTheRisk) {
   EXPECT_NE(r.find("spot a100-spot on node-30, 1 GPU(s): expected $10.58"), std::string::npos) << r;
   EXPECT_NE(r.find("vs $30.00 on-demand"), std::string::npos) << r;
   EXPECT_NE(r.find("1.1 expected preemption(s) add 35m"), std::string::npos) << r;
-  EXPECT_NE(r.find("slack 19h covers the risk of 1h40m"), std::string::npos) << r;
+  EXPECT_NE(r.find("slack 20h covers the risk of 1h5m"), std::string::npos) << r;
 }
 
 TEST_F(SlackTest, UsesOnDemandWhenSlackIsShort) {
-  // Deadline in 12h: slack 12 - 10 - 1 = 1h < 1h40m: on-demand, $3 x 10h = $30.00.
-  s_.pending = {Job(1, 12h)};
+  // Deadline in 11h: slack 11h - 10h - 10m = 50m < 1h5m: on-demand, $3 x 10h = $30.00.
+  s_.pending = {Job(1, 11h)};
   auto plan = Decide();
   ASSERT_EQ(NodeOf(plan, 1), 20);
   const std::string& r = plan.assignments[0].reason;
   EXPECT_NE(r.find("expected $30.00 for 10h"), std::string::npos) << r;
-  EXPECT_NE(r.find("slack 1h does not cover the risk of 1h40m on spot a100-spot"),
+  EXPECT_NE(r.find("slack 50m does not cover the risk of 1h5m on spot a100-spot"),
             std::string::npos)
       << r;
 }

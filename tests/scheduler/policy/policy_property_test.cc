@@ -117,10 +117,13 @@ void CheckCostRules(const model::Snapshot& s, const model::Plan& plan) {
     if (st.kind == model::StopKind::kPriorityPreemption) {
       EXPECT_FALSE(WhyNotPreemptable(r, s.now, config).has_value()) << st.reason;
       if (!seen[r.job_id]) ++preempted_jobs, seen[r.job_id] = true;
-    } else {
+    } else if (st.kind == model::StopKind::kMigrateOffSpot) {
       EXPECT_EQ(r.tolerance, Tolerance::kCheckpointed);
       EXPECT_TRUE(r.deadline.has_value());
       EXPECT_EQ(pools.at(r.pool_id)->kind, CapacityKind::kSpot);
+    } else {  // back to spot: only checkpointed jobs, only off on-demand (reserved is paid)
+      EXPECT_EQ(r.tolerance, Tolerance::kCheckpointed);
+      EXPECT_EQ(pools.at(r.pool_id)->kind, CapacityKind::kOnDemand);
     }
   }
   EXPECT_LE(preempted_jobs, config.max_preemptions_per_cycle);

@@ -68,13 +68,14 @@ TEST_F(QuoteTest, RefusesADeadlineThatEvenTheFastestSafePoolMisses) {
 }
 
 TEST_F(QuoteTest, ATightDeadlineLeavesOnlyTheFastPool) {
-  // 6h: the h100 needs 5h10m (margin 31m: fits); a100 pools need 10h; spot's risk
-  // (10h35m - 5h10m + 1h05m = 6h30m) is far beyond the 19m of slack.
+  // 6h: the h100 needs 5h10m (margin max(10m, 2 x 5m) = 10m: fits); a100 pools need 10h;
+  // spot's risk (its run beyond the safe one, 10h - 5h10m, plus one reclaim 1h05m = 5h55m)
+  // is far beyond the 6h - 5h10m - 10m = 40m of slack.
   job_.deadline = At(6h);
   Quote q = QuoteJob(job_, pools_, T0());
   EXPECT_TRUE(q.deadline_feasible);
   EXPECT_EQ(Of(q, 1).why_not, "finishes after the deadline");
-  EXPECT_EQ(Of(q, 4).why_not, "slack 19m does not cover the spot risk of 6h30m");
+  EXPECT_EQ(Of(q, 4).why_not, "slack 40m does not cover the spot risk of 5h55m");
   EXPECT_TRUE(Of(q, 3).allowed);
   EXPECT_EQ(q.recommended, 3);
 }

@@ -175,6 +175,44 @@ TEST_F(CostStoreTest, StopsOrderTheWorkerAndRememberPriorityPreemption) {
   EXPECT_EQ(ordered, 1);
 }
 
+// A move back to spot (decision 0014) is carried out like the other stops: the worker is
+// told to checkpoint and stop, the attempt ends preempted with its kind recorded, and the
+// job is pending again, without counting as a priority preemption.
+TEST_F(CostStoreTest, MigrateToSpotStopRequeuesTheJob) {
+  auto reg = Register("n1");
+  model::JobId job = Submit();
+  Start();
+  auto snap = Snap();
+  ASSERT_EQ(snap.running.size(), 1u);
+  model::AttemptId attempt = snap.running[0].attempt_id;
+  model::Plan plan;
+  plan.stops.push_back({attempt, job, model::StopKind::kMigrateToSpot,
+                        "moving to spot s (has room again): expected to save $10.00"});
+  ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+  HeartbeatRequest hb;
+  hb.node = "n1";
+  hb.lease_epoch = reg.lease_epoch;
+  hb.running = {attempt};
+  auto reply = store_->Heartbeat(hb, Seconds(60));
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->stops.size(), 1u);
+  EXPECT_EQ(reply->stops[0].reason, "preempted");
+  auto stopping = Snap();
+  ASSERT_EQ(stopping.running.size(), 1u);
+  EXPECT_TRUE(stopping.running[0].stopping);
+  EXPECT_FALSE(stopping.running[0].last_priority_preemption_at.has_value());
+  auto finished = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, 143);
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_EQ(finished->state, model::JobState::kPending);
+  auto detail = store_->GetJob(job, std::nullopt);
+  ASSERT_TRUE(detail.ok());
+  bool ordered = false;
+  for (const auto& e : detail->events)
+    ordered = ordered || (e.kind == "stop_ordered" && e.message.rfind("migrate_to_spot: ", 0) == 0);
+  EXPECT_TRUE(ordered);
+  EXPECT_TRUE(Snap().running.empty());
+}
+
 TEST_F(CostStoreTest, AssignmentToANodeThatGotANoticeIsNotApplied) {
   auto reg = Register("n1");
   model::JobId job = Submit();

@@ -1,0 +1,105 @@
+#include "cli/yaml_json.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace frugal::cli {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsInteger(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size() || s.size() - i > 18) return false;  // stays inside int64
+  return s.find_first_not_of("0123456789", i) == std::string::npos;
+}
+
+StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return json(nullptr);
+    case YAML::NodeType::Scalar: {
+      const std::string& v = node.Scalar();
+      if (node.Tag() != "?") return json(v);  // quoted (or explicitly tagged): a string
+      if (v == "~" || v == "null" || v == "Null" || v == "NULL") return json(nullptr);
+      if (v == "true" || v == "True") return json(true);
+      if (v == "false" || v == "False") return json(false);
+      if (IsInteger(v)) return json(std::stoll(v));
+      return json(v);
+    }
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        ASSIGN_OR_RETURN(json item, Convert(node[i], path + "[" + std::to_string(i) + "]"));
+        out.push_back(std::move(item));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      std::set<std::string> seen;
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar())
+          return InvalidArgument((path.empty() ? "" : path + ": ") + "keys must be plain text");
+        const std::string key = kv.first.Scalar();
+        const std::string sub = path.empty() ? key : path + "." + key;
+        // yaml-cpp keeps both copies of a repeated key; silently taking one would hide a typo.
+        if (!seen.insert(key).second) return InvalidArgument(sub + ": key appears twice");
+        ASSIGN_OR_RETURN(out[key], Convert(kv.second, sub));
+      }
+      return out;
+    }
+  }
+  return json(nullptr);
+}
+
+void Emit(YAML::Emitter& out, const json& v) {
+  if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, item] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      Emit(out, item);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& item : v) Emit(out, item);
+    out << YAML::EndSeq;
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    // Quote what would read back as another type ("0.92", "true", "12").
+    const bool ambiguous = s.empty() || IsInteger(s) || s == "true" || s == "false" ||
+                           s == "null" || s == "~" ||
+                           s.find_first_not_of("0123456789.-+eE") == std::string::npos;
+    if (ambiguous) out << YAML::DoubleQuoted;
+    out << s;
+  } else if (v.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << v.dump();  // numbers and booleans: JSON's spelling is YAML's
+  }
+}
+
+}  // namespace
+
+StatusOr<json> YamlToJson(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("not valid YAML: line " + std::to_string(e.mark.line + 1) +
+                           ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return Convert(root, "");
+}
+
+std::string JsonToYaml(const json& value) {
+  YAML::Emitter out;
+  Emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace frugal::cli

@@ -1,0 +1,157 @@
+#include "scheduler/policy/migration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/explain.h"
+#include "scheduler/policy/quota.h"
+
+namespace frugal::policy {
+
+namespace {
+
+constexpr double kSecondHours = 1.0 / 3600;
+
+struct Moving {
+  const model::RunningAttempt* first = nullptr;
+  std::vector<const model::RunningAttempt*> parts;
+  int gpus = 0;
+  bool stopping = false;
+};
+
+// Running checkpointed jobs, a gang's attempts together, in job id order.
+std::map<model::JobId, Moving> CheckpointedJobs(const model::Snapshot& s) {
+  std::map<model::JobId, Moving> jobs;
+  for (const auto& r : s.running) {
+    Moving& m = jobs[r.job_id];
+    if (!m.first) m.first = &r;
+    m.parts.push_back(&r);
+    m.gpus += r.gpus;
+    m.stopping = m.stopping || r.stopping;
+  }
+  for (auto it = jobs.begin(); it != jobs.end();) {
+    bool keep = it->second.first->tolerance == model::Tolerance::kCheckpointed &&
+                !it->second.stopping && it->second.gpus > 0;
+    it = keep ? std::next(it) : jobs.erase(it);
+  }
+  return jobs;
+}
+
+// Time to finish on the fastest safe pool that could host the job (kNoLimit: none), and the
+// best such pool with room now or by growing (-1: none).
+std::pair<double, int> SafeFallback(const Capacity& cap, const model::RunningAttempt& a,
+                                    const Work& work, int gpus, const PolicyConfig& config) {
+  double safe_hours = kNoLimit, target_hours = kNoLimit;
+  int target = -1;
+  for (int e = 0; e < cap.size(); ++e) {
+    const PoolEntry& pe = cap.entry(e);
+    if (!IsSafe(pe.pool.kind) || !PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
+    if (!cap.CanHost(e, gpus, config.multi_node_gangs)) continue;
+    bool room_now = cap.Usable(e, gpus, config.multi_node_gangs) >= gpus;
+    double h = SafeHours(work, pe.pool);
+    safe_hours = std::min(safe_hours, h);
+    if ((room_now || cap.NewCapacity(e) >= gpus) && h < target_hours) target_hours = h, target = e;
+  }
+  return {safe_hours, target};
+}
+
+Work MoveWork(const model::RunningAttempt& a, int gpus, const PolicyConfig& config) {
+  Work work = WorkOf(a, config);
+  work.gpus = gpus;
+  work.resumes = true;  // a move always resumes from the checkpoint
+  return work;
+}
+
+}  // namespace
+
+void MigrateOffSpot(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
+                    model::Plan& plan) {
+  for (const auto& [job_id, m] : CheckpointedJobs(s)) {
+    const model::RunningAttempt& a = *m.first;
+    if (!a.deadline) continue;
+    int spot_entry = cap.EntryOfNode(a.node_id);
+    if (spot_entry < 0 || IsSafe(cap.entry(spot_entry).pool.kind)) continue;
+    const bool resumed = WorkOf(a, config).resumes;
+    Work work = MoveWork(a, m.gpus, config);
+    auto [safe_hours, target] = SafeFallback(cap, a, work, m.gpus, config);
+    if (target < 0) continue;  // nowhere safe to go: staying on spot is the better bet
+    DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
+    const model::Pool& spot = cap.entry(spot_entry).pool;
+    Estimate here = EstimateOn(work, spot, static_cast<int>(m.parts.size()), false);
+    // The slack is counted from the latest checkpoint, so the work done since is already
+    // written off; a reclaim can still take what runs until the next checkpoint (after the
+    // restore, in an attempt that resumed). Slack and exposure fall together between
+    // checkpoints, so the job placed with slack >= restore + interval stays until a reclaim
+    // (or a slower run) has used that up: no flapping on and off spot.
+    Timestamp anchor = a.started_at + (resumed ? config.restore_time : Seconds(0));
+    if (a.last_checkpoint_at && *a.last_checkpoint_at > anchor) anchor = *a.last_checkpoint_at;
+    double exposure =
+        std::clamp(HoursBetween(s.now, anchor) + work.checkpoint_hours, 0.0, here.loss_hours);
+    if (view.slack_hours + kSecondHours >= exposure) continue;  // equal, up to rounding
+    std::string reason = MigrationReason(spot, view.slack_hours, exposure, cap.entry(target).pool);
+    for (const auto* p : m.parts)
+      plan.stops.push_back({p->attempt_id, p->job_id, model::StopKind::kMigrateOffSpot, reason});
+  }
+}
+
+double MoveToSpotSaving(double gpus, const model::Pool& here, const model::Pool& spot,
+                        double work_hours, double restore_hours, double checkpoint_hours) {
+  double rate = std::max(0.0, spot.preemption_rate_per_node_hour);
+  double stint = rate > 0 ? std::min(work_hours, 1.0 / rate) : work_hours;
+  double p_here = static_cast<double>(here.price_per_gpu_hour);
+  double p_spot = static_cast<double>(spot.price_per_gpu_hour);
+  double speed_here = here.speed > 0 ? here.speed : 1.0, speed_spot = spot.speed > 0 ? spot.speed : 1.0;
+  // The work done in the stint would have cost this much here.
+  double gain = stint * (p_here * speed_spot / speed_here - p_spot);
+  double reclaim = 1.0 - std::exp(-rate * (work_hours + restore_hours));
+  double cost = restore_hours * p_spot + reclaim * (restore_hours * p_here + checkpoint_hours / 2 * p_spot);
+  return gpus * (gain - cost);
+}
+
+void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& config,
+                   model::Plan& plan) {
+  std::set<model::JobId> stopped;
+  for (const auto& st : plan.stops) stopped.insert(st.job_id);
+  const QuotaBook quotas(s);
+  const bool any_quota = !s.quotas.empty();
+  for (const auto& [job_id, m] : CheckpointedJobs(s)) {
+    const model::RunningAttempt& a = *m.first;
+    int here_entry = cap.EntryOfNode(a.node_id);
+    // Reserved capacity is paid for whether used or not: only on-demand is worth leaving.
+    if (stopped.count(job_id) || here_entry < 0 ||
+        cap.entry(here_entry).pool.kind != model::CapacityKind::kOnDemand)
+      continue;
+    const model::Pool& here = cap.entry(here_entry).pool;
+    Work work = MoveWork(a, m.gpus, config);
+    double safe_hours = SafeFallback(cap, a, work, m.gpus, config).first;
+    if (safe_hours >= kNoLimit) safe_hours = SafeHours(work, here);
+    DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
+    int best = -1;
+    double best_saving = 0;
+    Estimate best_est;
+    for (int e = 0; e < cap.size(); ++e) {
+      const PoolEntry& pe = cap.entry(e);
+      if (pe.pool.kind != model::CapacityKind::kSpot || pe.derived) continue;
+      if (!PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
+      if (cap.Usable(e, m.gpus, config.multi_node_gangs) < m.gpus) continue;
+      if (any_quota && !quotas.Allows(a.team_id, pe.pool, m.gpus)) continue;
+      Estimate est = EstimateOn(work, pe.pool, 1, false);
+      if (!SpotCovered(est, view)) continue;
+      double saving = MoveToSpotSaving(m.gpus, here, pe.pool, est.run_hours - work.restore_hours,
+                                       work.restore_hours, work.checkpoint_hours);
+      if (saving > best_saving) best = e, best_saving = saving, best_est = est;
+    }
+    if (best < 0) continue;
+    if (cap.Take(best, m.gpus, config.multi_node_gangs).empty()) continue;
+    std::string reason = ReturnReason(here, cap.entry(best).pool, view, best_est,
+                                      static_cast<Micros>(std::llround(best_saving)));
+    for (const auto* p : m.parts)
+      plan.stops.push_back({p->attempt_id, p->job_id, model::StopKind::kMigrateToSpot, reason});
+  }
+}
+
+}  // namespace frugal::policy

@@ -1,0 +1,60 @@
+// Read-only views the web dashboard needs beyond the job and cost routes: recent
+// interruptions (preemptions and lost nodes) with the attempt that recovered each, and a
+// job's timeline (attempts with their pool and cost, and every checkpoint). Plain values,
+// filled by JobStore::RecentInterruptions and JobStore::JobTimeline.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/money.h"
+#include "scheduler/model/attempt.h"
+#include "scheduler/model/job.h"
+
+namespace frugal::store {
+
+// An attempt that ended `preempted` or `node_lost`, and the job's next attempt (if any).
+struct Interruption {
+  model::JobId job = 0;
+  std::string job_name, team;
+  int attempt = 0;  // the attempt's number within its job
+  std::string pool, node, reason;  // reason: preempted | node_lost
+  std::string cause;               // node, priority or migrate_off_spot (as /metrics)
+  Timestamp ended_at{};
+  Micros lost = 0;  // work since the last checkpoint, priced (the ledger's lost_work)
+  // The recovery: the job's next attempt, empty while it waits.
+  std::optional<int> next_attempt;
+  std::string next_pool;
+  std::optional<Timestamp> next_started_at;
+};
+
+struct TimelineAttempt {
+  model::AttemptId id = 0;
+  int number = 0;
+  std::string pool, capacity_kind, node;
+  int gpus = 0;
+  Timestamp started_at{};
+  std::optional<Timestamp> ended_at;  // empty while running
+  std::string end_reason;             // empty while running
+  Micros cost = 0;                    // priced up to now while running
+  Micros lost = 0;
+};
+
+struct TimelineCheckpoint {
+  model::AttemptId attempt_id = 0;
+  std::int64_t step = 0;
+  double progress = 0;
+  Timestamp created_at{};
+};
+
+struct JobTimeline {
+  model::JobId job = 0;
+  Timestamp now{};  // the database's clock, the right edge of a running attempt
+  std::vector<TimelineAttempt> attempts;        // by number
+  std::vector<TimelineCheckpoint> checkpoints;  // by time
+};
+
+}  // namespace frugal::store

@@ -1,0 +1,45 @@
+// YAML -> JSON for `frugal admin apply`: types come out as the API expects (money stays
+// text), duplicate keys and broken YAML are refused with where they are.
+#include <gtest/gtest.h>
+
+#include "cli/yaml_json.h"
+
+namespace frugal::cli {
+namespace {
+
+TEST(YamlJsonTest, PlainScalarsGetTypesAndDecimalsStayText) {
+  auto j = YamlToJson(
+      "pools:\n  - name: a\n    max_gpus: 16\n    price_per_gpu_hour: 1.29\n"
+      "    quoted: \"12\"\n    spot: true\n    none: ~\n");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  const auto& p = (*j)["pools"][0];
+  EXPECT_EQ(p["max_gpus"], 16);
+  EXPECT_EQ(p["price_per_gpu_hour"], "1.29");  // never a float
+  EXPECT_EQ(p["quoted"], "12");                // quoted: always a string
+  EXPECT_EQ(p["spot"], true);
+  EXPECT_TRUE(p["none"].is_null());
+}
+
+TEST(YamlJsonTest, DuplicateKeyIsRefusedWithItsPath) {
+  auto j = YamlToJson("teams:\n  - name: a\n    name: b\n");
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("teams[0].name: key appears twice"), std::string::npos)
+      << j.status().message();
+}
+
+TEST(YamlJsonTest, BrokenYamlNamesTheLine) {
+  auto j = YamlToJson("pools:\n  - name: [\n");
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("line"), std::string::npos) << j.status().message();
+}
+
+TEST(YamlJsonTest, RoundTripsThroughYamlOutput) {
+  const nlohmann::json doc = {{"pools", {{{"name", "a"}, {"price", "1.29"}, {"max", 4}}}},
+                              {"empty", nullptr}};
+  auto back = YamlToJson(JsonToYaml(doc));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, doc);
+}
+
+}  // namespace
+}  // namespace frugal::cli

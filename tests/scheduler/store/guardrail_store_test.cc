@@ -1,0 +1,232 @@
+// Guardrails against a real PostgreSQL: settings round trip, approval holds (approve,
+// cancel while held), heartbeat samples (peak memory, idle_since in database time, unknown
+// never idle), idle warnings once and idle requeue/stop orders, and right-sizing input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/crypto.h"
+#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/guardrails.h"
+#include "scheduler/store/pg/pg_conn.h"
+#include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+class GuardrailStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conninfo_ = testing::TestPostgres::Get().NewDatabase();
+    store_ = std::make_unique<PgStore>(conninfo_, 4);
+    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+    admin_ = *store_->Authenticate(Sha256Hex("admin"));
+    model::Pool pool;
+    pool.name = "a100-od";
+    pool.gpu_type = "a100";
+    pool.gpu_mem_gb = 80;
+    pool.max_gpus = 64;
+    pool.price_per_gpu_hour = 3'000'000;
+    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+    model::Node n;
+    n.name = "w1";
+    n.gpus = 4;
+    n.gpu_type = "a100";
+    n.gpu_mem_gb = 80;
+    epoch_ = store_->RegisterWorker(n, "a100-od", Seconds(60))->lease_epoch;
+  }
+
+  // Submits, places with one fifo cycle and acknowledges: returns the running attempt.
+  std::pair<model::JobId, model::AttemptId> Running() {
+    SubmitRequest r;
+    r.spec.command = {"train"};
+    auto job = store_->Submit(admin_, r)->job.id;
+    auto snap = store_->LoadSnapshot(100);
+    EXPECT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
+    auto reply = Beat({});
+    EXPECT_EQ(reply.assignments.size(), 1u);
+    const auto attempt = reply.assignments.at(0).attempt_id;
+    running_.push_back(attempt);
+    return {job, attempt};
+  }
+
+  HeartbeatReply Beat(const nlohmann::json& usage) {
+    HeartbeatRequest hb;
+    hb.node = "w1";
+    hb.lease_epoch = epoch_;
+    hb.running = running_;
+    hb.usage_json = usage.is_null() ? "[]" : usage.dump();
+    auto r = store_->Heartbeat(hb, Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : HeartbeatReply{};
+  }
+
+  // Moves the attempt's idle_since into the past, as if the samples had come that long ago.
+  void Age(model::AttemptId attempt, int seconds) {
+    auto c = PgConn::Connect(conninfo_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->Exec("age", "UPDATE attempts SET idle_since = idle_since - make_interval("
+                              "secs => $2) WHERE id = $1",
+                       {std::to_string(attempt), std::to_string(seconds)})
+                    .ok());
+  }
+
+  int Events(model::JobId job, const std::string& kind) {
+    int n = 0;
+    for (const auto& e : store_->GetJob(job, std::nullopt)->events) n += e.kind == kind;
+    return n;
+  }
+
+  std::string conninfo_;
+  std::unique_ptr<PgStore> store_;
+  Principal admin_;
+  std::int64_t epoch_ = 0;
+  std::vector<model::AttemptId> running_;
+};
+
+TEST_F(GuardrailStoreTest, SettingsAndTeamIdlePolicyRoundTrip) {
+  auto defaults = store_->GetGuardrails();
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_TRUE(defaults->premium_gpu_types.empty());  // approval off until configured
+  EXPECT_EQ(defaults->idle_threshold_percent, 5);
+  model::GuardrailSettings s = *defaults;
+  s.runtimes["normal"] = {Seconds(3600), Seconds(86400)};
+  s.runtimes["low"] = {std::nullopt, Seconds(600)};
+  s.premium_gpu_types = {"a100", "h100"};
+  s.approval_above_gpus = 4;
+  s.idle_window = Seconds(120);
+  ASSERT_TRUE(store_->SetGuardrails(s).ok());
+  auto back = store_->GetGuardrails();
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->runtimes.at("normal").default_max_runtime, Seconds(3600));
+  EXPECT_FALSE(back->runtimes.at("low").default_max_runtime);
+  EXPECT_EQ(back->premium_gpu_types, (std::vector<std::string>{"a100", "h100"}));
+  EXPECT_EQ(back->idle_window, Seconds(120));
+  // A default above the maximum breaks a constraint: refused, nothing changed.
+  s.runtimes["normal"] = {Seconds(90000), Seconds(86400)};
+  EXPECT_FALSE(store_->SetGuardrails(s).ok());
+  EXPECT_EQ(store_->GetGuardrails()->runtimes.at("normal").default_max_runtime, Seconds(3600));
+
+  EXPECT_EQ(*store_->GetTeamIdlePolicy("admin"), model::IdlePolicy::kWarn);
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  EXPECT_EQ(*store_->GetTeamIdlePolicy("admin"), model::IdlePolicy::kRequeue);
+  EXPECT_EQ(store_->SetTeamIdlePolicy("nobody", model::IdlePolicy::kWarn).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(GuardrailStoreTest, HeldForApprovalUntilApprovedAndCancelStillWorks) {
+  SubmitRequest r;
+  r.spec.command = {"train"};
+  r.spec.gpus = 16;
+  r.approval_reason = "awaiting admin approval: 16 premium GPUs";
+  auto held = store_->Submit(admin_, r);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ(held->job.state, model::JobState::kHeld);
+  EXPECT_EQ(held->job.reason, *r.approval_reason);
+  // a. Cycles never place it: the snapshot has no pending job.
+  EXPECT_TRUE(store_->LoadSnapshot(100)->pending.empty());
+  // b. Approve releases it to pending, once.
+  auto approved = store_->ApproveJob(held->job.id, "admin");
+  ASSERT_TRUE(approved.ok()) << approved.status().ToString();
+  EXPECT_EQ(approved->state, model::JobState::kPending);
+  EXPECT_EQ(Events(held->job.id, "approved"), 1);
+  EXPECT_EQ(store_->ApproveJob(held->job.id, "admin").status().code(), StatusCode::kConflict);
+  EXPECT_EQ(store_->ApproveJob(999999, "admin").status().code(), StatusCode::kNotFound);
+  // c. Another held job is cancelled while held: cancelled, and no longer approvable.
+  auto other = store_->Submit(admin_, r);
+  ASSERT_TRUE(other.ok());
+  auto cancelled = store_->CancelJob(other->job.id, std::nullopt, "admin");
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state, model::JobState::kCancelled);
+  EXPECT_EQ(store_->ApproveJob(other->job.id, "admin").status().code(), StatusCode::kConflict);
+}
+
+TEST_F(GuardrailStoreTest, HeartbeatsKeepPeakMemoryAndIdleSinceUnknownNeverIdle) {
+  auto [job, attempt] = Running();
+  // a. Unknown utilisation: not idle.
+  Beat({{{"attempt_id", attempt}, {"memory_used_mb", 9000}}});
+  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+  // b. Under the threshold: idle since now; a higher peak is kept, a lower one is not.
+  Beat({{{"attempt_id", attempt}, {"utilization", 2}, {"memory_used_mb", 11469}}});
+  Beat({{{"attempt_id", attempt}, {"utilization", 0}, {"memory_used_mb", 100}}});
+  auto batch = store_->LoadIdleAttempts();
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->attempts.size(), 1u);
+  EXPECT_EQ(batch->attempts[0].attempt_id, attempt);
+  EXPECT_EQ(batch->attempts[0].node, "w1");
+  EXPECT_FALSE(batch->attempts[0].has_checkpoint);
+  EXPECT_EQ(store_->GetJob(job, std::nullopt)->attempts.at(0).peak_gpu_mem_mb, 11469);
+  // c. One busy sample resets it.
+  Beat({{{"attempt_id", attempt}, {"utilization", 50}}});
+  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+}
+
+TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
+  auto [job, attempt] = Running();
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
+  // a. Before the window (30 min by default): nothing.
+  auto batch = *store_->LoadIdleAttempts();
+  EXPECT_TRUE(policy::DecideIdle(batch).empty());
+  // b. Past it: a warning and a requeue order, in database time.
+  Age(attempt, 1801);
+  batch = *store_->LoadIdleAttempts();
+  auto actions = policy::DecideIdle(batch);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].stop, model::IdleStep::kRequeue);
+  auto applied = store_->ApplyIdleActions(actions);
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(*applied, 1);
+  EXPECT_EQ(*store_->ApplyIdleActions(actions), 0);  // already ordered: skipped
+  EXPECT_EQ(Events(job, "idle_warning"), 1);         // and warned once only
+  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+  // c. The worker gets a preempted stop; its report requeues the job with the reason.
+  auto reply = Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
+  ASSERT_EQ(reply.stops.size(), 1u);
+  EXPECT_EQ(reply.stops[0].reason, "preempted");
+  auto done = store_->FinishAttempt(attempt, epoch_, Outcome::kPreempted, std::nullopt);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, model::JobState::kPending);
+  EXPECT_EQ(done->reason, "requeued: GPUs idle on w1; resuming from the latest checkpoint");
+}
+
+TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
+  auto [job, attempt] = Running();
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  Beat({{{"attempt_id", attempt}, {"utilization", 1}}});
+  Age(attempt, 4000);
+  auto actions = policy::DecideIdle(*store_->LoadIdleAttempts());
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].stop, model::IdleStep::kStop);
+  EXPECT_EQ(*store_->ApplyIdleActions(actions), 1);
+  auto reply = Beat({});
+  ASSERT_EQ(reply.stops.size(), 1u);
+  EXPECT_EQ(reply.stops[0].reason, "cancelled");
+  auto done = store_->FinishAttempt(attempt, epoch_, Outcome::kCancelled, std::nullopt);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, model::JobState::kCancelled);
+  EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 and the job never checkpointed");
+}
+
+TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {
+  auto [job, attempt] = Running();
+  Beat({{{"attempt_id", attempt}, {"utilization", 90}, {"memory_used_mb", 7000}}});
+  ASSERT_TRUE(store_->FinishAttempt(attempt, epoch_, Outcome::kSucceeded, 0).ok());
+  auto usage = store_->EndedJobUsage(CostQuery{});
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_EQ(usage->at(0).job_id, job);
+  ASSERT_EQ(usage->at(0).runs.size(), 1u);
+  EXPECT_EQ(usage->at(0).runs[0].pool, "a100-od");
+  EXPECT_EQ(usage->at(0).runs[0].peak_gpu_mem_mb, 7000);
+  EXPECT_GE(usage->at(0).runs[0].run_ms, 0);
+  // Another team's report does not see it.
+  CostQuery other;
+  other.team = 999999;
+  EXPECT_TRUE(store_->EndedJobUsage(other)->empty());
+}
+
+}  // namespace
+}  // namespace frugal::store

@@ -1,0 +1,233 @@
+// The dashboard in headless Chromium against the real thing: frugal-scheduler on its
+// embedded PostgreSQL (a temporary FRUGAL_HOME, a free port) with local workers, jobs
+// submitted with the real `frugal` CLI. Steps:
+//   a. sign in with a token in the page;
+//   b. a job submitted with the CLI appears in the Jobs table; follow it to its job page;
+//   c. a spot interruption notice moves it: the Overview lists the preemption and its
+//      recovery, the job page shows both attempts and its checkpoints;
+//   d. the Cost page's totals equal `frugal cost -o json`'s, to the micro-dollar; the Admin
+//      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing;
+//   e. no page threw a script error. Screenshots of every page go to FRUGAL_ARTIFACTS.
+// Environment: FRUGAL_SCHEDULER_BIN, FRUGAL_CLI_BIN, FRUGAL_SOURCE_DIR, FRUGAL_ARTIFACTS,
+// CHROMIUM (default /usr/bin/chromium).
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run this through ctest: ctest -R browser)`);
+  return v;
+};
+const SCHEDULER = env('FRUGAL_SCHEDULER_BIN');
+const CLI = env('FRUGAL_CLI_BIN');
+const SOURCE = env('FRUGAL_SOURCE_DIR');
+const ARTIFACTS = env('FRUGAL_ARTIFACTS');
+const kLimitMs = 90_000;  // how long to wait for any one condition before failing
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'frugal-browser-'));
+fs.chmodSync(home, 0o755);
+let scheduler = null;
+
+function log(msg) { console.log(`[browser] ${msg}`); }
+
+async function waitFor(what, fn, limit = kLimitMs) {
+  const until = Date.now() + limit;
+  for (;;) {
+    let value;
+    try { value = await fn(); } catch (e) { value = undefined; }
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function cli(token, args) {
+  return execFileSync(CLI, args, {
+    env: { ...process.env, FRUGAL_URL: url, FRUGAL_TOKEN: token, HOME: home, FRUGAL_HOME: home },
+    encoding: 'utf8',
+  });
+}
+
+async function startScheduler() {
+  const config = path.join(home, 'scheduler.yaml');
+  fs.writeFileSync(config, [
+    'listen: 127.0.0.1:0', 'lease_ttl: 6s', 'heartbeat_interval: 1s', 'cycle_interval: 1s',
+    'local_workers:',
+    '  - {pool: a100-ondemand, nodes: 1, gpus_per_node: 2}',
+    '  - {pool: a100-spot, nodes: 2, gpus_per_node: 2, grace: 5s, restart_delay: 2s}', ''].join('\n'));
+  scheduler = spawn(SCHEDULER, ['--config', config], {
+    env: { ...process.env, FRUGAL_HOME: home, FRUGAL_DATABASE_URL: '' },
+    stdio: ['ignore', 'pipe', fs.openSync(path.join(home, 'scheduler.log'), 'w')],
+  });
+  let out = '';
+  scheduler.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((r) => scheduler.once('exit', (code) => r(`exited with ${code}`)));
+  const found = await Promise.race([exited, waitFor('the scheduler to listen', () => out.match(/http:\/\/[0-9.:]+/))]);
+  if (typeof found === 'string') throw new Error(`frugal-scheduler ${found}: see ${home}/scheduler.log`);
+  return found[0];
+}
+
+async function stopScheduler() {
+  if (!scheduler || scheduler.exitCode !== null) return;
+  const exited = new Promise((r) => scheduler.once('exit', r));
+  scheduler.kill('SIGTERM');
+  await exited;
+}
+
+function money(micros) {  // as the page shows exact money: $D.DDDDDD
+  const sign = micros < 0 ? '-' : '';
+  const a = Math.abs(micros);
+  return `${sign}$${Math.floor(a / 1e6)}.${String(a % 1e6).padStart(6, '0')}`;
+}
+
+let url = '';
+const shots = [];
+let failed = false;
+try {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  url = await startScheduler();
+  log(`scheduler at ${url}, FRUGAL_HOME ${home}`);
+  const admin = execFileSync(SCHEDULER, ['bootstrap'], {
+    env: { ...process.env, FRUGAL_HOME: home, FRUGAL_DATABASE_URL: '' }, encoding: 'utf8' }).trim();
+  cli(admin, ['admin', 'team', 'create', 'vision']);
+  const alice = cli(admin, ['admin', 'token', 'create', '--team', 'vision', '--user', 'alice',
+    '--role', 'researcher']).trim();
+  cli(admin, ['admin', 'pool', 'set', 'a100-ondemand', '--kind', 'on_demand', '--gpu-type', 'a100',
+    '--gpu-mem', '80', '--max-gpus', '2', '--price', '3.06']);
+  cli(admin, ['admin', 'pool', 'set', 'a100-spot', '--kind', 'spot', '--gpu-type', 'a100',
+    '--gpu-mem', '80', '--max-gpus', '4', '--price', '0.92']);
+  // A soft monthly budget for the team, for the Overview and Admin pages.
+  const budget = await fetch(`${url}/v1/admin/teams/vision/budget`, { method: 'POST',
+    headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ period: 'monthly', limit: '100.00' }) });
+  assert.equal(budget.status, 200, await budget.text());
+  const api = async (p, token = admin) => (await fetch(url + p, { headers: { Authorization: `Bearer ${token}` } })).json();
+  await waitFor('the local workers to register', async () =>
+    (await api('/v1/overview')).pools.reduce((n, p) => n + p.allocated_gpus, 0) >= 6);
+
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox'], headless: true });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const scriptErrors = [];
+  page.on('pageerror', (e) => scriptErrors.push(e.message));
+  const shot = async (name) => {
+    const file = path.join(ARTIFACTS, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    shots.push(file);
+  };
+  let loads = 0;  // a fresh query string makes every open a full page load
+  const open = async (hash, selector) => {
+    await page.goto(`${url}/?load=${++loads}${hash}`);
+    await page.waitForSelector(selector, { timeout: kLimitMs });
+  };
+
+  // a. Sign in: the token form, then the Overview.
+  await page.goto(`${url}/`);
+  await page.fill('#token', admin);
+  await page.click('#login-form button');
+  await page.waitForSelector('[data-testid=pools]', { timeout: kLimitMs });
+  assert.match(await page.textContent('#who'), /admin · admin · admin/);
+  assert.equal(await page.locator('[data-testid=pools] tr[data-pool]').count(), 2);
+
+  // b. A job submitted with the CLI appears in the Jobs table.
+  const submitted = JSON.parse(cli(alice, ['submit', '--name', 'browser-train', '--gpus', '1',
+    '--tolerance', 'checkpointed', '--output', 'json', '--', 'env', 'TRAIN_STEPS=40',
+    'CHECKPOINT_EVERY=2', 'STEP_SECONDS=0.25', `FRUGAL_CLI=${CLI}`, 'bash',
+    path.join(SOURCE, 'examples/train.sh')]));
+  const id = submitted.id;
+  log(`submitted job ${id}`);
+  await waitFor(`job ${id} in the Jobs table`, async () => {
+    await open('#/jobs', '[data-testid=jobs-table]');
+    return (await page.locator(`tr[data-job="${id}"]`).count()) === 1;
+  });
+  const row = page.locator(`tr[data-job="${id}"]`);
+  assert.match(await row.textContent(), /browser-train/);
+  assert.match(await row.textContent(), /vision/);
+  await page.fill('[data-testid=job-search]', 'no-such-job-name');
+  assert.equal(await page.locator(`tr[data-job="${id}"]`).count(), 0, 'search hides non-matching jobs');
+  await page.fill('[data-testid=job-search]', 'browser-train');
+  assert.equal(await page.locator(`tr[data-job="${id}"]`).count(), 1, 'search keeps matching jobs');
+  await shot('jobs');
+  await page.click(`tr[data-job="${id}"] a`);
+  await page.waitForSelector('[data-testid=job-title]', { timeout: kLimitMs });
+  assert.match(await page.textContent('[data-testid=job-title]'), new RegExp(`Job ${id} browser-train`));
+
+  // c. Preempt it on spot once it has a checkpoint (the cloud's notice, as scripts/demo does).
+  const status = () => JSON.parse(cli(alice, ['status', String(id), '--output', 'json']));
+  const first = await waitFor('a checkpoint on spot', () => {
+    const s = status();
+    const a = s.attempt_history[s.attempt_history.length - 1];
+    return s.latest_checkpoint && a && a.pool === 'a100-spot' && !a.ended_at ? a : null;
+  });
+  fs.writeFileSync(path.join(home, 'local', first.node, 'notice'), 'browser test: spot interruption\n');
+  log(`sent ${first.node} an interruption notice`);
+  await waitFor(`job ${id} to succeed`, () => status().state === 'succeeded', 180_000);
+  await open(`#/jobs/${id}`, '[data-testid=timeline]');
+  assert.equal(await page.textContent('[data-testid=job-state]'), 'succeeded');
+  const attempts = Number(await page.textContent('[data-testid=job-attempts]'));
+  assert.ok(attempts >= 2, `the job page shows ${attempts} attempts, expected the preempted one and its recovery`);
+  assert.ok(Number(await page.textContent('[data-testid=job-checkpoints]')) >= 1);
+  const byJob = JSON.parse(cli(admin, ['cost', '--by', 'job', '--output', 'json']));
+  const jobRow = byJob.rows.find((r) => r.key === String(id));
+  assert.equal(await page.textContent('[data-testid=job-cost]'), money(jobRow.spend_micros));
+  await shot('job');
+
+  await open('#/overview', '[data-testid=interruptions]');
+  const preempted = page.locator('[data-testid=interruptions] tbody tr', { hasText: 'browser-train' });
+  assert.ok(await preempted.count() >= 1, 'the Overview lists the preemption');
+  assert.match(await preempted.first().textContent(), /preempted/);
+  assert.match(await preempted.first().textContent(), /#2 on a100-/);
+  assert.match(await page.textContent('[data-testid=spend] tbody tr'), /vision.*\$100\.00 monthly/);
+  await shot('overview');
+
+  // d. The Cost page's totals are `frugal cost`'s.
+  const report = JSON.parse(cli(admin, ['cost', '--output', 'json']));
+  await open('#/cost', '[data-testid=total-spend]');
+  const shown = async (tid) => [await page.getAttribute(`[data-testid=${tid}]`, 'data-micros'),
+    await page.textContent(`[data-testid=${tid}]`)];
+  assert.ok(report.total.spend_micros > 0);
+  assert.deepEqual(await shown('total-spend'), [String(report.total.spend_micros), money(report.total.spend_micros)]);
+  assert.deepEqual(await shown('total-wasted'), [String(report.total.wasted_micros), money(report.total.wasted_micros)]);
+  const useful = report.total.spend_micros - report.total.wasted_micros;
+  assert.deepEqual(await shown('total-useful'), [String(useful), money(useful)]);
+  const savings = Math.round(Number(report.total.spot_savings) * 1e6);
+  assert.deepEqual(await shown('total-spot-savings'), [String(savings), money(savings)]);
+  assert.equal(await page.locator('[data-testid=cost-by-team] tr[data-key=vision]').count(), 1);
+  await shot('cost');
+
+  await open('#/admin', '[data-testid=admin-yaml]');
+  assert.match(await page.textContent('[data-testid=admin-yaml]'), /name: a100-spot/);
+  assert.equal(await page.locator('[data-testid=admin-pools] tbody tr').count(), 2);
+  assert.match(await page.textContent('[data-testid=admin-teams]'), /vision.*\$100\.00 monthly, soft/);
+  // The YAML is a cluster file that describes the cluster as it is: applying it changes nothing.
+  const clusterFile = path.join(home, 'cluster.yaml');
+  fs.writeFileSync(clusterFile, await page.textContent('[data-testid=admin-yaml]'));
+  const diff = JSON.parse(cli(admin, ['admin', 'apply', '-f', clusterFile, '--dry-run', '--output', 'json']));
+  assert.equal(diff.summary.created + diff.summary.updated, 0, JSON.stringify(diff.changes));
+  await shot('admin');
+
+  // A researcher sees the same dashboard, scoped to the team, without the Admin page.
+  await page.click('#logout');
+  await page.fill('#token', alice);
+  await page.click('#login-form button');
+  await page.waitForSelector('[data-testid=pools]', { timeout: kLimitMs });
+  assert.equal(await page.isHidden('#nav-admin'), true);
+
+  assert.deepEqual(scriptErrors, [], 'no script errors on any page');
+  await browser.close();
+  log('PASS');
+} catch (e) {
+  failed = true;
+  console.error(`[browser] FAIL: ${e.stack || e}`);
+  try { console.error(fs.readFileSync(path.join(home, 'scheduler.log'), 'utf8').split('\n').slice(-30).join('\n')); } catch (_) { /* none */ }
+} finally {
+  await stopScheduler();
+  for (const f of shots) log(`screenshot: ${f}`);
+  if (!failed) fs.rmSync(home, { recursive: true, force: true });
+  else log(`kept ${home} for inspection`);
+}
+process.exit(failed ? 1 : 0);
