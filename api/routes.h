@@ -100,6 +100,10 @@ json EncodePool(const model::Pool& p);
 StatusOr<model::Pool> DecodePool(const json& body);
 json EncodeQuota(const std::string& team, const store::QuotaSpec& q);
 StatusOr<store::QuotaSpec> DecodeQuota(const json& body);
+// routes_budgets.cc, routes_guardrails.cc: the codecs apply shares with the single routes.
+StatusOr<store::BudgetSpec> DecodeBudget(const json& body);
+// A partial update: what the body names replaces the value in `s`; the rest stays.
+Status MergeSettings(const json& body, model::GuardrailSettings& s);
 void RegisterWorkerRoutes(Router& server, Context& ctx);
 void RegisterPlacementRoutes(Router& server, Context& ctx);
 void RegisterReportRoutes(Router& server, Context& ctx);

@@ -57,8 +57,17 @@ StatusOr<json> NormalisePool(json p) {
   return p;
 }
 
-StatusOr<store::ClusterConfig> DecodeCluster(const json& body) {
-  RETURN_IF_ERROR(CheckFields(body, {"pools", "teams"}));
+// A team's budget as the budget route takes it; a whole-dollar limit may arrive from YAML
+// as a number.
+StatusOr<store::BudgetSpec> DecodeTeamBudget(json b) {
+  if (!b.is_object()) return InvalidArgument("must be a mapping of budget fields");
+  if (b.contains("limit") && b["limit"].is_number_integer())
+    b["limit"] = std::to_string(b["limit"].get<long long>());
+  return DecodeBudget(b);
+}
+
+StatusOr<store::ClusterConfig> DecodeCluster(const json& body, Context& ctx) {
+  RETURN_IF_ERROR(CheckFields(body, {"pools", "teams", "guardrails"}));
   store::ClusterConfig out;
   for (const char* section : {"pools", "teams"}) {
     if (body.contains(section) && !body[section].is_array() && !body[section].is_null())
@@ -81,7 +90,8 @@ StatusOr<store::ClusterConfig> DecodeCluster(const json& body) {
       const std::string path = "teams[" + std::to_string(i) + "]";
       const json& t = body["teams"][i];
       if (!t.is_object()) return InvalidArgument(path + ": must be a mapping", path);
-      if (auto st = CheckFields(t, {"name", "quota"}); !st.ok()) return AtPath(st, path);
+      if (auto st = CheckFields(t, {"name", "quota", "budget", "idle_policy"}); !st.ok())
+        return AtPath(st, path);
       store::TeamConfig team;
       auto name = RequiredString(t, "name");
       if (!name.ok()) return AtPath(name.status(), path);
@@ -94,8 +104,29 @@ StatusOr<store::ClusterConfig> DecodeCluster(const json& body) {
         if (!quota.ok()) return AtPath(quota.status(), path + ".quota");
         team.quota = std::move(*quota);
       }
+      if (t.contains("budget") && !t["budget"].is_null()) {
+        auto budget = DecodeTeamBudget(t["budget"]);
+        if (!budget.ok()) return AtPath(budget.status(), path + ".budget");
+        team.budget = std::move(*budget);
+      }
+      if (t.contains("idle_policy") && !t["idle_policy"].is_null()) {
+        auto text = RequiredString(t, "idle_policy");
+        if (!text.ok()) return AtPath(text.status(), path);
+        auto policy = model::ParseIdlePolicy(*text);
+        if (!policy.ok()) return AtPath(policy.status(), path + ".idle_policy");
+        team.idle_policy = *policy;
+      }
       out.teams.push_back(std::move(team));
     }
+  }
+  if (body.contains("guardrails") && !body["guardrails"].is_null()) {
+    const json& g = body["guardrails"];
+    if (!g.is_object()) return InvalidArgument("guardrails: must be a mapping", "guardrails");
+    // Merged over the current settings, as POST /v1/admin/guardrails does; apply's
+    // transaction then diffs the result against what is stored.
+    ASSIGN_OR_RETURN(auto settings, ctx.store.GetGuardrails());
+    if (auto st = MergeSettings(g, settings); !st.ok()) return AtPath(st, "guardrails");
+    out.guardrails = std::move(settings);
   }
   return out;
 }
@@ -169,7 +200,7 @@ void RegisterAdminAuditRoutes(Router& s, Context& ctx) {
              ASSIGN_OR_RETURN(dry_run, ParseBool(it->second, "dry_run"));
            }
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           ASSIGN_OR_RETURN(auto desired, DecodeCluster(body));
+           ASSIGN_OR_RETURN(auto desired, DecodeCluster(body, ctx));
            ASSIGN_OR_RETURN(auto changes, ctx.store.ApplyConfig(*who, desired, dry_run));
            json out = json::array();
            json summary = {{"created", 0}, {"updated", 0}, {"unchanged", 0}};

@@ -48,6 +48,8 @@ json EncodeStatus(const store::BudgetStatus& st, bool admin) {
   return out;
 }
 
+}  // namespace
+
 // {"period": "monthly"|"weekly", "limit": "20000.00", "alert_at_pct": [50, 80],
 //  "hard": bool, "webhook_url": "http://..." or null}
 StatusOr<store::BudgetSpec> DecodeBudget(const json& body) {
@@ -89,8 +91,6 @@ StatusOr<store::BudgetSpec> DecodeBudget(const json& body) {
   }
   return b;
 }
-
-}  // namespace
 
 void RegisterBudgetRoutes(Router& s, Context& ctx) {
   s.Post(R"(/v1/admin/teams/([^/]+)/budget)",

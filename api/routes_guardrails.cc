@@ -70,6 +70,8 @@ Status MergeClasses(const json& classes, model::GuardrailSettings& s) {
   return Status::Ok();
 }
 
+}  // namespace
+
 // A partial update: what the body names replaces the current value; the rest stays.
 Status MergeSettings(const json& body, model::GuardrailSettings& s) {
   RETURN_IF_ERROR(CheckFields(body, {"priority_classes", "approval", "idle"}));
@@ -114,8 +116,6 @@ Status MergeSettings(const json& body, model::GuardrailSettings& s) {
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req) {
   ASSIGN_OR_RETURN(auto settings, ctx.store.GetGuardrails());

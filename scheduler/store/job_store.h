@@ -127,17 +127,22 @@ struct AuditFilter {
 struct TeamConfig {
   std::string name;
   std::optional<QuotaSpec> quota;  // empty: the team's quota is left as it is
+  std::optional<BudgetSpec> budget;              // empty: left as it is
+  std::optional<model::IdlePolicy> idle_policy;  // empty: left as it is
 };
 struct ClusterConfig {
   std::vector<model::Pool> pools;
   std::vector<TeamConfig> teams;
+  // The whole settings to set (the file's section merged over the current ones by the
+  // route, as POST /v1/admin/guardrails does); empty: left as they are.
+  std::optional<model::GuardrailSettings> guardrails;
 };
 
 // One line of apply's diff. `before`/`after` are JSON text ("null" for created).
 struct ConfigChange {
   enum class Kind { kCreated, kUpdated, kUnchanged };
   Kind kind = Kind::kUnchanged;
-  std::string subject;  // "pool/NAME", "team/NAME", "quota/TEAM"
+  std::string subject;  // "pool/NAME", "team/NAME", "quota/TEAM", "budget/TEAM", "guardrails"
   std::string before;
   std::string after;
 };

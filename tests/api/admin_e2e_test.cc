@@ -45,12 +45,28 @@ TEST_F(AdminE2eTest, ApplyTheExampleClusterWithTheCli) {
   ASSERT_EQ(dry.exit_code, 0) << Show(dry);
   EXPECT_NE(dry.out.find("+ pool/a100-spot"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("+ quota/vision"), std::string::npos) << dry.out;
-  EXPECT_NE(dry.out.find("dry run: 9 changes"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("+ budget/vision"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("~ guardrails"), std::string::npos) << dry.out;
+  // 4 pools, 3 teams, 2 quotas, 1 budget, the guardrails; vision's idle policy is already warn.
+  EXPECT_NE(dry.out.find("dry run: 11 changes would be applied (1 unchanged)"), std::string::npos)
+      << dry.out;
   EXPECT_TRUE(Admin("GET", "/v1/admin/pools").body["pools"].empty());
-  // b. Apply: 4 pools + 3 teams + 2 quotas, all in place.
+  EXPECT_EQ(Admin("GET", "/v1/admin/teams/vision/budget").status, 404);
+  // b. Apply: pools, teams, quotas, the budget and the guardrails, all in place.
   auto applied = Frugal({"admin", "apply", "-f", file});
   ASSERT_EQ(applied.exit_code, 0) << Show(applied);
-  EXPECT_NE(applied.out.find("applied 9 changes"), std::string::npos) << applied.out;
+  EXPECT_NE(applied.out.find("applied 11 changes"), std::string::npos) << applied.out;
+  auto budget = Frugal({"admin", "budget", "get", "vision", "-o", "json"});
+  ASSERT_EQ(budget.exit_code, 0) << Show(budget);
+  auto b = json::parse(budget.out);
+  EXPECT_EQ(b["period"], "monthly") << budget.out;
+  EXPECT_EQ(b["limit"], "20000.000000") << budget.out;
+  EXPECT_EQ(b["alert_at_pct"], json({50, 80, 100})) << budget.out;
+  EXPECT_EQ(b["hard"], false) << budget.out;
+  auto guard = Admin("GET", "/v1/admin/guardrails");
+  EXPECT_EQ(guard.body["approval"]["above_gpus"], 32) << guard.raw;
+  EXPECT_EQ(guard.body["priority_classes"]["normal"]["max_max_runtime_seconds"], 604800)
+      << guard.raw;
   auto pools = Admin("GET", "/v1/admin/pools").body["pools"];
   ASSERT_EQ(pools.size(), 4u) << pools;
   auto quota = Admin("GET", "/v1/admin/teams/vision/quota");
@@ -60,7 +76,7 @@ TEST_F(AdminE2eTest, ApplyTheExampleClusterWithTheCli) {
   const auto audit_rows = Admin("GET", "/v1/admin/audit?limit=1000").body["entries"].size();
   auto again = Frugal({"admin", "apply", "-f", file});
   ASSERT_EQ(again.exit_code, 0) << Show(again);
-  EXPECT_NE(again.out.find("applied 0 changes (9 unchanged)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("applied 0 changes (12 unchanged)"), std::string::npos) << again.out;
   EXPECT_EQ(again.out.find("+ "), std::string::npos) << again.out;
   EXPECT_EQ(Admin("GET", "/v1/admin/audit?limit=1000").body["entries"].size(), audit_rows);
   // d. One price edited: one "~" line with before -> after.
@@ -107,7 +123,20 @@ TEST_F(AdminE2eTest, ApplyRefusesBadFilesNamingThePartAndChangesNothing) {
   EXPECT_NE(bad.err.find("ghost"), std::string::npos) << bad.err;
   EXPECT_TRUE(Admin("GET", "/v1/admin/pools").body["pools"].empty());
   EXPECT_EQ(Admin("GET", "/v1/admin/audit?action=pool.create").body["entries"].size(), 0u);
-  // c. Not YAML at all: the line is named.
+  // c. An unknown key in a budget and in the guardrails, each refused with its path.
+  auto budget_typo = Frugal({"admin", "apply", "-f",
+                             WriteFile("btypo.yaml", "teams:\n  - name: x\n    budget:\n"
+                                                     "      limit: 10\n      amount: 10\n")});
+  EXPECT_EQ(budget_typo.exit_code, 1) << Show(budget_typo);
+  EXPECT_NE(budget_typo.err.find("teams[0].budget: unknown field 'amount'"), std::string::npos)
+      << budget_typo.err;
+  auto guard_typo = Frugal({"admin", "apply", "-f",
+                            WriteFile("gtypo.yaml", "guardrails:\n  idle:\n    window: 60\n")});
+  EXPECT_EQ(guard_typo.exit_code, 1) << Show(guard_typo);
+  EXPECT_NE(guard_typo.err.find("guardrails: unknown field 'window'"), std::string::npos)
+      << guard_typo.err;
+  EXPECT_EQ(Admin("GET", "/v1/admin/teams/x/budget").status, 404);
+  // d. Not YAML at all: the line is named.
   auto broken = Frugal({"admin", "apply", "-f", WriteFile("broken.yaml", "pools: [\n")});
   EXPECT_EQ(broken.exit_code, 1) << Show(broken);
   EXPECT_NE(broken.err.find("line"), std::string::npos) << broken.err;

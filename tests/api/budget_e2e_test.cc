@@ -209,7 +209,9 @@ TEST_F(BudgetE2eTest, BadInputGetsA4xxThatSaysWhatToFix) {
     EXPECT_EQ(res.status, c.status) << c.body.dump() << ": " << res.raw;
     const json& err = res.body["error"];
     EXPECT_NE(err.value("message", "").find(c.says), std::string::npos) << res.raw;
-    if (!c.field.empty()) EXPECT_EQ(err.value("field", ""), c.field) << res.raw;
+    if (!c.field.empty()) {
+      EXPECT_EQ(err.value("field", ""), c.field) << res.raw;
+    }
   }
   // Nothing was saved.
   EXPECT_EQ(Admin("GET", "/v1/admin/teams/vision/budget").status, 404);

@@ -151,6 +151,13 @@ struct QuotaChange {
 };
 StatusOr<QuotaChange> SetQuotaTx(PgConn& c, const Principal& actor, const std::string& team,
                                  const QuotaSpec& quota);
+// pg_store_budgets.cc, pg_store_guardrails.cc: NotFound when the team does not exist.
+StatusOr<ConfigChange> SetBudgetTx(PgConn& c, const Principal& actor, const std::string& team,
+                                   const BudgetSpec& budget);
+StatusOr<ConfigChange> SetGuardrailsTx(PgConn& c, const Principal& actor,
+                                       const model::GuardrailSettings& s);
+StatusOr<ConfigChange> SetTeamIdlePolicyTx(PgConn& c, const Principal& actor,
+                                           const std::string& team, model::IdlePolicy policy);
 }  // namespace pg
 
 }  // namespace frugal::store

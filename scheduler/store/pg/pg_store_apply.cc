@@ -1,5 +1,5 @@
-// `frugal admin apply`: the desired cluster (pools, teams, quotas) brought about in one
-// transaction, through the same audited helpers as the single-change admin methods, so the
+// `frugal admin apply`: the desired cluster (pools, teams, quotas, budgets, idle policies,
+// guardrails) brought about in one transaction, through the same audited helpers as the single-change admin methods, so the
 // diff, the audit rows and the checks are those of the single commands. A dry run does the
 // same work inside a savepoint and rolls it back: its diff and its errors are exactly what
 // the real apply would give.
@@ -55,6 +55,26 @@ StatusOr<std::vector<ConfigChange>> PgStore::ApplyConfig(const Principal& actor,
           quota->change.kind == ConfigChange::Kind::kUpdated)
         quota->change.kind = ConfigChange::Kind::kCreated;
       out.push_back(quota->change);
+    }
+    // Budgets and idle policies after every team exists; each under its team's path.
+    for (size_t i = 0; i < desired.teams.size(); ++i) {
+      const auto& t = desired.teams[i];
+      const std::string part = "teams[" + std::to_string(i) + "]";
+      if (t.budget) {
+        auto budget = pg::SetBudgetTx(c, actor, t.name, *t.budget);
+        if (!budget.ok()) return At(budget.status(), part + ".budget", t.name);
+        out.push_back(*budget);
+      }
+      if (t.idle_policy) {
+        auto idle = pg::SetTeamIdlePolicyTx(c, actor, t.name, *t.idle_policy);
+        if (!idle.ok()) return At(idle.status(), part + ".idle_policy", t.name);
+        out.push_back(*idle);
+      }
+    }
+    if (desired.guardrails) {
+      auto g = pg::SetGuardrailsTx(c, actor, *desired.guardrails);
+      if (!g.ok()) return At(g.status(), "guardrails", "settings");
+      out.push_back(*g);
     }
     if (dry_run) RETURN_IF_ERROR(c.ExecScript("ROLLBACK TO SAVEPOINT dry_run").status());
     return out;

@@ -143,37 +143,50 @@ StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c) {
 
 }  // namespace pg
 
+namespace pg {
+
+StatusOr<ConfigChange> SetBudgetTx(PgConn& c, const Principal& actor, const std::string& team,
+                                   const BudgetSpec& b) {
+  ASSIGN_OR_RETURN(std::string id, TeamIdOf(c, team));
+  // The audit's before/after (decision 0011): money as dollars text, as admins write it.
+  ASSIGN_OR_RETURN(auto old, c.Exec("budget_before",
+                                    "SELECT json_build_object('period', period, 'limit',"
+                                    " limit_micros, 'alert_at_pct', alert_at_pct, 'hard', hard,"
+                                    " 'webhook_url', coalesce(webhook_url, ''))::text"
+                                    " FROM team_budgets WHERE team_id = $1 FOR UPDATE",
+                                    {id}));
+  auto view = [](json j) {
+    j["limit"] = FormatDollars(j["limit"].get<Micros>(), true);
+    return j;
+  };
+  const json before = old.rows() ? view(json::parse(old.Text(0, 0))) : json(nullptr);
+  const json after = view({{"period", model::ToString(b.period)}, {"limit", b.limit},
+                           {"alert_at_pct", b.alert_at_pct}, {"hard", b.hard},
+                           {"webhook_url", b.webhook_url}});
+  ConfigChange change{ConfigChange::Kind::kUnchanged, "budget/" + team, before.dump(),
+                      after.dump()};
+  if (before == after) return change;
+  change.kind = old.rows() ? ConfigChange::Kind::kUpdated : ConfigChange::Kind::kCreated;
+  RETURN_IF_ERROR(
+      c.Exec("budget_set",
+             "INSERT INTO team_budgets (team_id, period, limit_micros, alert_at_pct, hard,"
+             " webhook_url) VALUES ($1, $2, $3, $4::integer[], $5, nullif($6, ''))"
+             " ON CONFLICT (team_id) DO UPDATE SET period = excluded.period,"
+             " limit_micros = excluded.limit_micros, alert_at_pct = excluded.alert_at_pct,"
+             " hard = excluded.hard, webhook_url = excluded.webhook_url, updated_at = now()",
+             {id, model::ToString(b.period), std::to_string(b.limit),
+              ArrayLiteral(b.alert_at_pct), b.hard ? "true" : "false", b.webhook_url})
+          .status());
+  RETURN_IF_ERROR(pg::AppendAudit(c, actor, "budget.set", change.subject, before, after));
+  return change;
+}
+
+}  // namespace pg
+
 StatusOr<BudgetSpec> PgStore::SetBudget(const Principal& actor, const std::string& team,
                                         const BudgetSpec& b) {
   return InTransaction<BudgetSpec>(pool_, [&](PgConn& c) -> StatusOr<BudgetSpec> {
-    ASSIGN_OR_RETURN(std::string id, TeamIdOf(c, team));
-    // The audit's before/after (decision 0011): money as dollars text, as admins write it.
-    ASSIGN_OR_RETURN(auto old, c.Exec("budget_before",
-                                      "SELECT json_build_object('period', period, 'limit',"
-                                      " limit_micros, 'alert_at_pct', alert_at_pct, 'hard', hard,"
-                                      " 'webhook_url', coalesce(webhook_url, ''))::text"
-                                      " FROM team_budgets WHERE team_id = $1 FOR UPDATE",
-                                      {id}));
-    auto view = [](json j) {
-      j["limit"] = FormatDollars(j["limit"].get<Micros>(), true);
-      return j;
-    };
-    const json before = old.rows() ? view(json::parse(old.Text(0, 0))) : json(nullptr);
-    const json after = view({{"period", model::ToString(b.period)}, {"limit", b.limit},
-                             {"alert_at_pct", b.alert_at_pct}, {"hard", b.hard},
-                             {"webhook_url", b.webhook_url}});
-    RETURN_IF_ERROR(
-        c.Exec("budget_set",
-               "INSERT INTO team_budgets (team_id, period, limit_micros, alert_at_pct, hard,"
-               " webhook_url) VALUES ($1, $2, $3, $4::integer[], $5, nullif($6, ''))"
-               " ON CONFLICT (team_id) DO UPDATE SET period = excluded.period,"
-               " limit_micros = excluded.limit_micros, alert_at_pct = excluded.alert_at_pct,"
-               " hard = excluded.hard, webhook_url = excluded.webhook_url, updated_at = now()",
-               {id, model::ToString(b.period), std::to_string(b.limit),
-                ArrayLiteral(b.alert_at_pct), b.hard ? "true" : "false", b.webhook_url})
-            .status());
-    if (before != after)
-      RETURN_IF_ERROR(pg::AppendAudit(c, actor, "budget.set", "budget/" + team, before, after));
+    RETURN_IF_ERROR(pg::SetBudgetTx(c, actor, team, b).status());
     return b;
   });
 }

@@ -62,40 +62,72 @@ StatusOr<model::GuardrailSettings> PgStore::GetGuardrails() {
   return InTransaction<model::GuardrailSettings>(pool_, ReadSettings);
 }
 
+namespace pg {
+
+StatusOr<ConfigChange> SetGuardrailsTx(PgConn& c, const Principal& actor,
+                                       const model::GuardrailSettings& s) {
+  ASSIGN_OR_RETURN(auto old, ReadSettings(c));
+  RETURN_IF_ERROR(c.Exec("guardrails_write",
+                         "INSERT INTO guardrail_settings (id, premium_gpu_types,"
+                         " approval_above_gpus, idle_threshold_percent, idle_window_s)"
+                         " VALUES (true, ARRAY(SELECT jsonb_array_elements_text($1::jsonb)),"
+                         " $2, $3, $4) ON CONFLICT (id) DO UPDATE SET premium_gpu_types ="
+                         " EXCLUDED.premium_gpu_types, approval_above_gpus ="
+                         " EXCLUDED.approval_above_gpus, idle_threshold_percent ="
+                         " EXCLUDED.idle_threshold_percent, idle_window_s ="
+                         " EXCLUDED.idle_window_s",
+                         {json(s.premium_gpu_types).dump(), std::to_string(s.approval_above_gpus),
+                          std::to_string(s.idle_threshold_percent),
+                          std::to_string(s.idle_window.count())})
+                      .status());
+  RETURN_IF_ERROR(
+      c.Exec("guardrails_runtimes_clear", "DELETE FROM priority_class_runtimes").status());
+  for (const auto& [cls, rt] : s.runtimes) {
+    RETURN_IF_ERROR(c.Exec("guardrails_runtime_insert",
+                           "INSERT INTO priority_class_runtimes (priority,"
+                           " default_max_runtime_s, max_max_runtime_s) VALUES ($1, $2, $3)",
+                           {cls, OptSeconds(rt.default_max_runtime),
+                            OptSeconds(rt.max_max_runtime)})
+                        .status());
+  }
+  ASSIGN_OR_RETURN(auto saved, ReadSettings(c));
+  const json before = SettingsJson(old), after = SettingsJson(saved);
+  // The settings always exist (defaults until first set): a change is an update.
+  ConfigChange change{before == after ? ConfigChange::Kind::kUnchanged
+                                      : ConfigChange::Kind::kUpdated,
+                      "guardrails", before.dump(), after.dump()};
+  if (before != after)
+    RETURN_IF_ERROR(pg::AppendAudit(c, actor, "guardrails.set", "guardrails", before, after));
+  return change;
+}
+
+StatusOr<ConfigChange> SetTeamIdlePolicyTx(PgConn& c, const Principal& actor,
+                                           const std::string& team, model::IdlePolicy policy) {
+  ASSIGN_OR_RETURN(auto old, c.Exec("team_idle_policy_before",
+                                    "SELECT idle_policy FROM teams WHERE name = $1 FOR UPDATE",
+                                    {team}));
+  if (old.rows() == 0) return NotFound("team '" + team + "' does not exist");
+  const std::string before = old.Text(0, 0), after = model::ToString(policy);
+  ConfigChange change{ConfigChange::Kind::kUnchanged, "idle_policy/" + team,
+                      json{{"idle_policy", before}}.dump(), json{{"idle_policy", after}}.dump()};
+  if (before == after) return change;
+  change.kind = ConfigChange::Kind::kUpdated;
+  RETURN_IF_ERROR(c.Exec("team_idle_policy_set", "UPDATE teams SET idle_policy = $2 WHERE name = $1",
+                         {team, after})
+                      .status());
+  RETURN_IF_ERROR(pg::AppendAudit(c, actor, "team.idle_policy", "team/" + team,
+                                  {{"idle_policy", before}}, {{"idle_policy", after}}));
+  return change;
+}
+
+}  // namespace pg
+
 StatusOr<model::GuardrailSettings> PgStore::SetGuardrails(const Principal& actor,
                                                           const model::GuardrailSettings& s) {
   return InTransaction<model::GuardrailSettings>(
       pool_, [&](PgConn& c) -> StatusOr<model::GuardrailSettings> {
-        ASSIGN_OR_RETURN(auto old, ReadSettings(c));
-        RETURN_IF_ERROR(c.Exec("guardrails_write",
-                               "INSERT INTO guardrail_settings (id, premium_gpu_types,"
-                               " approval_above_gpus, idle_threshold_percent, idle_window_s)"
-                               " VALUES (true, ARRAY(SELECT jsonb_array_elements_text($1::jsonb)),"
-                               " $2, $3, $4) ON CONFLICT (id) DO UPDATE SET premium_gpu_types ="
-                               " EXCLUDED.premium_gpu_types, approval_above_gpus ="
-                               " EXCLUDED.approval_above_gpus, idle_threshold_percent ="
-                               " EXCLUDED.idle_threshold_percent, idle_window_s ="
-                               " EXCLUDED.idle_window_s",
-                               {json(s.premium_gpu_types).dump(),
-                                std::to_string(s.approval_above_gpus),
-                                std::to_string(s.idle_threshold_percent),
-                                std::to_string(s.idle_window.count())})
-                            .status());
-        RETURN_IF_ERROR(
-            c.Exec("guardrails_runtimes_clear", "DELETE FROM priority_class_runtimes").status());
-        for (const auto& [cls, rt] : s.runtimes) {
-          RETURN_IF_ERROR(c.Exec("guardrails_runtime_insert",
-                                 "INSERT INTO priority_class_runtimes (priority,"
-                                 " default_max_runtime_s, max_max_runtime_s) VALUES ($1, $2, $3)",
-                                 {cls, OptSeconds(rt.default_max_runtime),
-                                  OptSeconds(rt.max_max_runtime)})
-                              .status());
-        }
-        ASSIGN_OR_RETURN(auto saved, ReadSettings(c));
-        const json before = SettingsJson(old), after = SettingsJson(saved);
-        if (before != after)
-          RETURN_IF_ERROR(pg::AppendAudit(c, actor, "guardrails.set", "guardrails", before, after));
-        return saved;
+        RETURN_IF_ERROR(pg::SetGuardrailsTx(c, actor, s).status());
+        return ReadSettings(c);
       });
 }
 
@@ -112,19 +144,7 @@ StatusOr<model::IdlePolicy> PgStore::SetTeamIdlePolicy(const Principal& actor,
                                                        const std::string& team,
                                                        model::IdlePolicy policy) {
   return InTransaction<model::IdlePolicy>(pool_, [&](PgConn& c) -> StatusOr<model::IdlePolicy> {
-    ASSIGN_OR_RETURN(auto old, c.Exec("team_idle_policy_before",
-                                      "SELECT idle_policy FROM teams WHERE name = $1 FOR UPDATE",
-                                      {team}));
-    ASSIGN_OR_RETURN(auto r, c.Exec("team_idle_policy_set",
-                                    "UPDATE teams SET idle_policy = $2 WHERE name = $1"
-                                    " RETURNING idle_policy",
-                                    {team, model::ToString(policy)}));
-    if (r.rows() == 0) return NotFound("team '" + team + "' does not exist");
-    const std::string before = old.Text(0, 0);
-    if (before != model::ToString(policy))
-      RETURN_IF_ERROR(pg::AppendAudit(c, actor, "team.idle_policy", "team/" + team,
-                                      {{"idle_policy", before}},
-                                      {{"idle_policy", model::ToString(policy)}}));
+    RETURN_IF_ERROR(pg::SetTeamIdlePolicyTx(c, actor, team, policy).status());
     return policy;
   });
 }

@@ -51,11 +51,15 @@ class AuditStoreTest : public ::testing::Test {
     ClusterConfig cfg;
     cfg.pools.push_back(MakePool("a100-od", model::CapacityKind::kOnDemand, 3'000'000));
     cfg.pools.push_back(MakePool("a100-spot", model::CapacityKind::kSpot, 1'000'000));
-    TeamConfig vision{"vision", QuotaSpec{}};
+    TeamConfig vision;
+    vision.name = "vision";
+    vision.quota = QuotaSpec{};
     vision.quota->by_kind[model::CapacityKind::kSpot] = 32;
     vision.quota->by_pool["a100-od"] = 8;
     cfg.teams.push_back(vision);
-    cfg.teams.push_back(TeamConfig{"nlp", std::nullopt});
+    TeamConfig nlp;
+    nlp.name = "nlp";
+    cfg.teams.push_back(nlp);
     return cfg;
   }
 
@@ -171,10 +175,68 @@ TEST_F(AuditStoreTest, ApplyTwiceChangesNothingTheSecondTime) {
   EXPECT_EQ(Audit().size(), rows + 1);
 }
 
+TEST_F(AuditStoreTest, ApplySetsBudgetsIdlePoliciesAndGuardrailsOnceEach) {
+  auto cfg = SmallCluster();
+  BudgetSpec budget;
+  budget.period = model::BudgetPeriod::kWeekly;
+  budget.limit = 5'000'000'000;
+  budget.alert_at_pct = {50, 90};
+  budget.hard = true;
+  cfg.teams[1].budget = budget;
+  cfg.teams[1].idle_policy = model::IdlePolicy::kRequeue;
+  model::GuardrailSettings g;
+  g.premium_gpu_types = {"h100"};
+  g.approval_above_gpus = 16;
+  g.runtimes["normal"].max_max_runtime = Seconds(7200);
+  cfg.guardrails = g;
+  const size_t before = Audit().size();
+  auto changes = store_->ApplyConfig(admin_, cfg, false);
+  ASSERT_TRUE(changes.ok()) << changes.status().ToString();
+  // 2 pools, 2 teams, 1 quota, then the budget, the idle policy and the guardrails.
+  ASSERT_EQ(changes->size(), 8u);
+  EXPECT_EQ((*changes)[5].subject, "budget/nlp");
+  EXPECT_EQ((*changes)[5].kind, ConfigChange::Kind::kCreated);
+  EXPECT_EQ(json::parse((*changes)[5].after)["limit"], "5000.000000");
+  EXPECT_EQ((*changes)[6].subject, "idle_policy/nlp");
+  EXPECT_EQ((*changes)[6].kind, ConfigChange::Kind::kUpdated);
+  EXPECT_EQ((*changes)[7].subject, "guardrails");
+  EXPECT_EQ((*changes)[7].kind, ConfigChange::Kind::kUpdated);
+  EXPECT_EQ(Audit().size(), before + 8u);
+  EXPECT_EQ(Audit("budget.set").size(), 1u);
+  EXPECT_EQ(Audit("team.idle_policy").size(), 1u);
+  EXPECT_EQ(Audit("guardrails.set").size(), 1u);
+  auto saved = store_->GetBudget("nlp");
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  EXPECT_EQ(saved->limit, 5'000'000'000);
+  EXPECT_TRUE(saved->hard);
+  EXPECT_EQ(*store_->GetTeamIdlePolicy("nlp"), model::IdlePolicy::kRequeue);
+  EXPECT_EQ(store_->GetGuardrails()->approval_above_gpus, 16);
+  // The same file again: all unchanged, no audit row.
+  const size_t rows = Audit().size();
+  auto again = store_->ApplyConfig(admin_, cfg, false);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), 8u);
+  for (const auto& c : *again) EXPECT_EQ(c.kind, ConfigChange::Kind::kUnchanged) << c.subject;
+  EXPECT_EQ(Audit().size(), rows);
+  // A changed budget, then guardrails the database refuses (a zero idle window): the budget
+  // change is rolled back with the rest, and no audit row stays.
+  auto bad = cfg;
+  bad.teams[1].budget->limit = 1'000'000;
+  bad.guardrails->idle_window = Seconds(0);
+  auto refused = store_->ApplyConfig(admin_, bad, false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().field(), "guardrails");
+  EXPECT_EQ(store_->GetBudget("nlp")->limit, 5'000'000'000);
+  EXPECT_EQ(store_->GetGuardrails()->idle_window, Seconds(1800));
+  EXPECT_EQ(Audit().size(), rows);
+}
+
 TEST_F(AuditStoreTest, ApplyIsAllOrNothing) {
   // The last part is bad (its quota names an unknown pool): nothing before it stays.
   auto cfg = SmallCluster();
-  TeamConfig bad{"speech", QuotaSpec{}};
+  TeamConfig bad;
+  bad.name = "speech";
+  bad.quota = QuotaSpec{};
   bad.quota->by_pool["h100-ghost"] = 2;
   cfg.teams.push_back(bad);
   auto r = store_->ApplyConfig(admin_, cfg, false);

@@ -74,7 +74,9 @@ class GuardrailStoreTest : public ::testing::Test {
 
   int Events(model::JobId job, const std::string& kind) {
     int n = 0;
-    for (const auto& e : store_->GetJob(job, std::nullopt)->events) n += e.kind == kind;
+    auto detail = store_->GetJob(job, std::nullopt);  // named: the loop must not outlive it
+    if (!detail.ok()) return -1;
+    for (const auto& e : detail->events) n += e.kind == kind;
     return n;
   }
 
