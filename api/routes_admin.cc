@@ -20,7 +20,8 @@ json EncodePool(const model::Pool& p) {
           {"startup_delay_seconds", p.startup_delay.count()},
           {"idle_timeout_seconds", p.idle_timeout.count()},
           {"preemption_prior_per_node_hour", p.preemption_prior_per_node_hour},
-          {"preemption_rate_per_node_hour", p.preemption_rate_per_node_hour}};
+          {"preemption_rate_per_node_hour", p.preemption_rate_per_node_hour},
+          {"mean_outage_hours", p.mean_outage_hours}};
 }
 
 StatusOr<model::Pool> DecodePool(const json& body) {

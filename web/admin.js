@@ -65,7 +65,7 @@
       el('td', { class: 'num' }, `${money(p.price_per_gpu_hour)} /GPU·h`),
       el('td', { class: 'num' }, `${p.speed}×`),
       el('td', { class: 'num' }, p.capacity_kind === 'spot'
-        ? `${Number(p.preemption_rate_per_node_hour || 0).toFixed(3)} /node·h` : '–')));
+        ? `${Number(p.preemption_rate_per_node_hour || 0).toFixed(3)} /node·h, outages ${Number(p.mean_outage_hours || 0).toFixed(1)} h` : '–')));
     const teamRows = details.map((t) => el('tr', {},
       el('td', {}, t.name), el('td', {}, kinds(t.quota)), el('td', {}, budgetText(t.budget))));
     const anyBudget = details.some((t) => t.budget);
@@ -96,7 +96,7 @@
     root.append(el('h1', {}, 'Admin'),
       el('p', { class: 'muted' }, 'Read-only. Change these with frugal admin pool set, frugal admin quota set and the admin API.'),
       card('Pools', poolRows.length ? table(['pool', 'kind', 'GPU type', 'GPU memory ', 'max ', 'price ',
-        'speed ', 'learned preemption rate '], poolRows, { 'data-testid': 'admin-pools' }) : absent('No pools.')),
+        'speed ', 'learned reclaims and mean outage '], poolRows, { 'data-testid': 'admin-pools' }) : absent('No pools.')),
       card('Teams: quotas and budgets', table(['team', 'quota (concurrent GPUs)', 'budget'], teamRows,
         { 'data-testid': 'admin-teams' }),
       anyBudget ? null : absent('No budgets: this scheduler has no budget route, or no team has a budget.')),

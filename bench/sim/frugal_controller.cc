@@ -52,6 +52,7 @@ model::Snapshot FrugalController::SnapshotFor(const JobView& v, bool pending) co
       p.preemption_prior_per_node_hour = options_.prior_per_node_hour;
       p.preemption_rate_per_node_hour = model::LearnedPreemptionRate(
           options_.prior_per_node_hour, z.reclaims[past], z.node_hours[past]);
+      p.mean_outage_hours = model::LearnedOutageHours(z.outages[past], z.down_hours[past]);
     }
     s.pools.push_back(p);
     if (where >= 0 && !m.Up(where, v.step)) return;  // a zone that is down has no nodes

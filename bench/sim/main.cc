@@ -27,6 +27,7 @@ struct ExplainOptions {
   int start = -1;      // market step; -1: the first submission point of experiment 1
   double fraction = 0.8, d_hours = 0.05;
   int gang = 1;
+  bool zones = false;  // every GPU zone of the matched series' file and instance type
 };
 
 // A traces path as the report shows it: relative to the repository when it is beside it.
@@ -46,7 +47,14 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
     std::cerr << "frugal_sim: no GPU series matches '" << e.series << "'\n";
     return 1;
   }
-  Case c{series->Name(), MakeMarket({series}, e.gang, o.step_seconds), {}};
+  std::vector<const ZoneSeries*> picked = {series};
+  if (e.zones) {
+    picked.clear();
+    for (const auto& s : traces.series)
+      if (s.IsGpu() && s.file == series->file && s.instance_type == series->instance_type)
+        picked.push_back(&s);
+  }
+  Case c{series->Name(), MakeMarket(picked, e.gang, o.step_seconds), {}};
   int start = e.start;
   if (start < 0) {
     auto starts = StartPoints(c, o.starts, static_cast<int>(48 / 0.6 / c.market.StepHours()) + 1, o.seed);
@@ -63,10 +71,12 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
     for (const auto& w : p.waits) what += "wait: " + w.reason + "\n";
     if (what == last) return;
     last = what;
+    std::string up;
+    for (int z = 0; z < static_cast<int>(c.market.zones.size()); ++z) up += c.market.Up(z, v.step) ? '1' : '0';
     std::cout << "t=" << Fixed(v.t * c.market.StepHours(), 2) << "h where="
-              << (v.where == kIdle ? "idle" : v.where == kOnDemand ? "on-demand" : "spot")
+              << (v.where == kIdle ? "idle" : v.where == kOnDemand ? "on-demand" : "spot-z" + std::to_string(v.where))
               << " progress=" << Fixed(v.progress * c.market.StepHours(), 2) << "h saved="
-              << Fixed(v.saved * c.market.StepHours(), 2) << "h spot_up=" << c.market.Up(0, v.step)
+              << Fixed(v.saved * c.market.StepHours(), 2) << "h spot_up=" << up
               << " rate=" << Fixed(s.pools.front().preemption_rate_per_node_hour, 3) << "/node-h\n"
               << what;
   });
@@ -107,6 +117,7 @@ int main(int argc, char** argv) {
   app.add_option("--explain-fraction", explain.fraction, "C0/R0 for --explain");
   app.add_option("--explain-d", explain.d_hours, "changeover hours for --explain");
   app.add_option("--explain-gang", explain.gang, "gang size for --explain");
+  app.add_flag("--explain-zones", explain.zones, "--explain over every zone of the series' instance type");
   CLI11_PARSE(app, argc, argv);
   if (o.threads < 1) o.threads = std::max(1u, std::thread::hardware_concurrency());
 

@@ -10,6 +10,21 @@ double Market::Price(int where, int step) const {
   return p[std::clamp(step, 0, static_cast<int>(p.size()) - 1)];
 }
 
+void FillHistory(Zone& z, int instances, double step_hours) {
+  const int steps = static_cast<int>(z.up.size());
+  z.reclaims.assign(steps + 1, 0);
+  z.node_hours.assign(steps + 1, 0);
+  z.outages.assign(steps + 1, 0);
+  z.down_hours.assign(steps + 1, 0);
+  for (int j = 0; j < steps; ++j) {
+    bool drop = j > 0 && z.up[j - 1] && !z.up[j];
+    z.reclaims[j + 1] = z.reclaims[j] + (drop ? instances : 0);
+    z.node_hours[j + 1] = z.node_hours[j] + (z.up[j] ? instances * step_hours : 0);
+    z.outages[j + 1] = z.outages[j] + (drop ? 1 : 0);
+    z.down_hours[j + 1] = z.down_hours[j] + (z.up[j] ? 0 : step_hours);
+  }
+}
+
 Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, int step_seconds) {
   Market m;
   m.step_seconds = step_seconds;
@@ -28,14 +43,8 @@ Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, i
     z.name = s->zone;
     z.up.resize(m.steps);
     z.price.assign(s->price.begin(), s->price.begin() + m.steps);
-    z.reclaims.assign(m.steps + 1, 0);
-    z.node_hours.assign(m.steps + 1, 0);
-    for (int j = 0; j < m.steps; ++j) {
-      z.up[j] = s->count[j] >= m.instances;
-      bool drop = j > 0 && z.up[j - 1] && !z.up[j];
-      z.reclaims[j + 1] = z.reclaims[j] + (drop ? m.instances : 0);
-      z.node_hours[j + 1] = z.node_hours[j] + (z.up[j] ? m.instances * m.StepHours() : 0);
-    }
+    for (int j = 0; j < m.steps; ++j) z.up[j] = s->count[j] >= m.instances;
+    FillHistory(z, m.instances, m.StepHours());
     m.zones.push_back(std::move(z));
   }
   return m;

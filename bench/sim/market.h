@@ -19,6 +19,9 @@ struct Zone {
   // node-hours up. The simulated store learns the pool's reclaim rate from them, as the
   // real store learns from its node history: only the past of the series is used.
   std::vector<double> reclaims, node_hours;
+  // Prefix sums over steps [0, s): outages begun (up -> down) and hours down. The store
+  // learns a pool's mean outage from the same two figures.
+  std::vector<double> outages, down_hours;
 };
 
 struct Market {
@@ -41,6 +44,9 @@ struct Market {
 // Where a job is: idle, on on-demand, or on spot in zone z >= 0.
 inline constexpr int kIdle = -2;
 inline constexpr int kOnDemand = -1;
+
+// Fills a zone's prefix sums (reclaims, node-hours, outages, hours down) from its `up`.
+void FillHistory(Zone& zone, int instances, double step_hours);
 
 // A market over `series` (one zone each, cut to the shortest) for a gang of `instances`:
 // a zone is up in a step when its count is at least `instances`. On-demand costs the

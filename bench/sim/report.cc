@@ -68,12 +68,13 @@ bool WriteRunsCsv(const std::string& path, const SingleJobSpec& spec,
                   const std::vector<RunRecord>& runs) {
   std::ofstream out(path);
   out << "experiment,series,fraction,d_hours,start_step,policy,cost_usd,norm_cost,missed,"
-         "finish_hours,reclaims,lost_hours\n";
+         "finish_hours,reclaims,lost_hours,spot_hours,od_hours,launches\n";
   char buf[256];
   for (const RunRecord& r : runs) {
-    std::snprintf(buf, sizeof buf, "%.2f,%.2f,%d,%s,%.4f,%.6f,%d,%.2f,%d,%.2f\n", r.fraction,
+    std::snprintf(buf, sizeof buf, "%.2f,%.2f,%d,%s,%.4f,%.6f,%d,%.2f,%d,%.2f,%.2f,%.2f,%d\n", r.fraction,
                   r.d_hours, r.start, r.policy.c_str(), r.cost, r.norm, r.missed ? 1 : 0,
-                  r.finish_hours, r.reclaims, r.lost_hours);
+                  r.finish_hours, r.reclaims, r.lost_hours, r.spot_hours, r.od_hours,
+                  r.launches);
     out << spec.experiment << ',' << spec.cases[r.case_index].name << ',' << buf;
   }
   return static_cast<bool>(out);

@@ -101,6 +101,9 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
             run.finish_hours = r->finish * c.market.StepHours();
             run.reclaims = r->reclaims;
             run.lost_hours = r->lost_steps * c.market.StepHours();
+            run.spot_hours = r->spot_steps * c.market.StepHours();
+            run.od_hours = r->od_steps * c.market.StepHours();
+            run.launches = r->launches;
           }
           out[i].push_back(run);
         };

@@ -48,6 +48,8 @@ struct RunRecord {
   double finish_hours = 0;
   int reclaims = 0;
   double lost_hours = 0;
+  double spot_hours = 0, od_hours = 0;  // billed hours per kind (changeovers included)
+  int launches = 0;
 };
 
 // Policy names in the records.

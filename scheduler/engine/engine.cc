@@ -114,8 +114,9 @@ class Engine::Impl {
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
     ASSIGN_OR_RETURN(int lost, store_.SweepLostNodes());
     if (lost > 0) spdlog::warn(R"("event":"node_lost","attempts_requeued":{})", lost);
-    RETURN_IF_ERROR(ReclaimIdleGpus(store_).status());  // guardrails: idle GPUs
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
+    // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
+    RETURN_IF_ERROR(ReclaimIdleGpus(store_, snapshot).status());
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold

@@ -40,8 +40,8 @@ enum class IdlePolicy { kWarn, kRequeue };
 const char* ToString(IdlePolicy p);
 StatusOr<IdlePolicy> ParseIdlePolicy(const std::string& s);
 
-// An active attempt whose GPUs were under the threshold at its last heartbeat, as the store
-// sees it in database time.
+// An active attempt whose GPUs were under the threshold at its last heartbeat, as the
+// cycle's snapshot sees it in database time (policy::IdleBatchOf).
 struct IdleAttempt {
   std::int64_t attempt_id = 0;
   JobId job_id = 0;

@@ -1,5 +1,7 @@
 #include "scheduler/model/pool.h"
 
+#include <algorithm>
+
 namespace frugal::model {
 
 const char* ToString(CapacityKind k) {
@@ -24,6 +26,10 @@ double LearnedPreemptionRate(double prior_per_node_hour, double notices, double 
   if (node_hours < 0) node_hours = 0;
   return (prior_per_node_hour * kPreemptionPriorNodeHours + notices) /
          (kPreemptionPriorNodeHours + node_hours);
+}
+
+double LearnedOutageHours(double outages, double outage_hours) {
+  return (kOutagePriorHours + std::max(0.0, outage_hours)) / (1.0 + std::max(0.0, outages));
 }
 
 }  // namespace frugal::model

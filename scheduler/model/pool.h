@@ -19,6 +19,11 @@ const char* ToString(CapacityKind k);
 // observation, so a few early notices move it gradually (gamma-Poisson posterior mean).
 inline constexpr double kPreemptionPriorNodeHours = 10.0;
 double LearnedPreemptionRate(double prior_per_node_hour, double notices, double node_hours);
+// A spot pool's mean outage (hours from losing its last node to having one again): the
+// prior counts as one outage of kOutagePriorHours, so the first observed ones move it
+// gradually. Used as the expected wait for a pool whose nodes come back by themselves.
+inline constexpr double kOutagePriorHours = 1.0;
+double LearnedOutageHours(double outages, double outage_hours);
 StatusOr<CapacityKind> ParseCapacityKind(const std::string& s);
 
 struct Pool {
@@ -41,6 +46,9 @@ struct Pool {
   // Spot: what an admin expects before anything is observed (reclaims per node-hour); the
   // store blends it with observed notices into preemption_rate_per_node_hour.
   double preemption_prior_per_node_hour = 0;
+  // Spot: expected hours until a pool with no live node has one again (learned by the
+  // store from its outages); 0 = unknown.
+  double mean_outage_hours = 0;
 };
 
 struct Node {

@@ -13,6 +13,7 @@
 #include "common/money.h"
 #include "scheduler/model/attempt.h"
 #include "scheduler/model/budget.h"
+#include "scheduler/model/guardrails.h"
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
 
@@ -59,6 +60,11 @@ struct RunningAttempt {
   // When the job was last stopped by priority preemption: not again before a newer checkpoint.
   std::optional<Timestamp> last_priority_preemption_at{};
   bool stopping = false;  // a stop order (preemption, migration, cancel) is outstanding
+  // Idle GPU guardrail (decision 0012), read by the engine's idle reclaimer:
+  std::string node_name{};                // the node, named in the idle message
+  std::optional<Timestamp> idle_since{};  // every GPU under the threshold since (database time)
+  bool idle_warned = false;               // its idle warning was already written
+  IdlePolicy idle_policy = IdlePolicy::kWarn;  // the job's team's
 };
 
 // A team's GPU-hours, already decayed to `as_of`; the policy decays them on to `now`.
@@ -84,6 +90,10 @@ struct Snapshot {
   std::map<TeamId, double> team_shares{};    // fair share weights; missing team = 1.0
   std::map<TeamId, TeamQuota> quotas{};      // missing team = no quota
   std::map<TeamId, TeamBudget> budgets{};    // missing team = no budget
+  // Idle reclamation settings (guardrail_settings): idle is every GPU of an attempt under
+  // idle_threshold_percent; reclaimed after idle_window.
+  int idle_threshold_percent = 5;
+  Seconds idle_window{1800};
 };
 
 // Start `job_id` on `node_id` with `gpus` GPUs. A gang spread over nodes (all of one pool)

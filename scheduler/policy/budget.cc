@@ -1,8 +1,8 @@
 #include "scheduler/policy/budget.h"
 
-#include <set>
-#include <vector>
+#include <map>
 
+#include "scheduler/policy/admission.h"
 #include "scheduler/policy/cost_model.h"
 
 namespace frugal::policy {
@@ -85,54 +85,25 @@ void EnforceBudgets(const model::Snapshot& s, model::Plan& plan, const PolicyCon
   }
   if (!book.any_hard()) return;
 
-  std::set<model::JobId> refused, admitted;
-  std::vector<model::Assignment> kept;
-  for (const auto& a : plan.assignments) {
-    auto j = jobs.find(a.job_id);
-    auto p = pool_of_node.find(a.node_id);
-    if (j == jobs.end() || p == pool_of_node.end() || !p->second) {
-      kept.push_back(a);
-      continue;
-    }
-    if (!admitted.count(a.job_id) && !refused.count(a.job_id)) {
-      std::string why = book.Holding(j->second->team_id, *p->second, job_cost[a.job_id]);
-      if (why.empty()) {
-        book.Take(j->second->team_id, *p->second, job_cost[a.job_id]);
-        admitted.insert(a.job_id);
-      } else {
-        refused.insert(a.job_id);
-        plan.waits.push_back({a.job_id, "waiting: " + why});
-      }
-    }
-    if (admitted.count(a.job_id)) kept.push_back(a);
-  }
-  plan.assignments = std::move(kept);
-
-  // Jobs left waiting that fit some paid pool but could afford none say so, citing the
-  // cheapest paid pool they fit (the smallest expected cost that still does not fit).
-  for (auto& w : plan.waits) {
-    if (refused.count(w.job_id)) continue;
-    auto j = jobs.find(w.job_id);
-    if (j == jobs.end()) continue;
-    const model::PendingJob& job = *j->second;
-    if (job.failed_dependency || !job.waiting_for.empty()) continue;
-    std::string holding;
-    Micros cheapest = 0;
-    bool open = false;
-    for (const auto& p : s.pools) {
-      if (!Paid(p) || !PoolFits(job.gpu_types, job.min_gpu_mem_gb, p) ||
-          !MayRunOn(job.tolerance, p.kind))
-        continue;
-      const Micros cost = ExpectedCost(job, p, config);
-      std::string h = book.Holding(job.team_id, p, cost);
-      if (h.empty()) {
-        open = true;
-        break;
-      }
-      if (holding.empty() || cost < cheapest) holding = h, cheapest = cost;
-    }
-    if (!open && !holding.empty()) w.reason = "waiting: " + holding;
-  }
+  AdmissionRules rules;
+  rules.part_amount = [](const model::Assignment& a) { return a.expected_cost; };
+  rules.holding = [&](const model::PendingJob& job, const model::Pool& pool, Amount cost) {
+    return book.Holding(job.team_id, pool, cost);
+  };
+  rules.take = [&](const model::PendingJob& job, const model::Pool& pool, Amount cost) {
+    book.Take(job.team_id, pool, cost);
+  };
+  // A waiting job cites the budget only on paid pools it fits (the reason shown is the
+  // cheapest's: the smallest expected cost that still does not fit), and not at all while it
+  // waits for a dependency, which is the reason it keeps.
+  rules.ask_on = [&](const model::PendingJob& job, const model::Pool& p) -> std::optional<Amount> {
+    if (job.failed_dependency || !job.waiting_for.empty()) return std::nullopt;
+    if (!Paid(p) || !PoolFits(job.gpu_types, job.min_gpu_mem_gb, p) ||
+        !MayRunOn(job.tolerance, p.kind))
+      return std::nullopt;
+    return ExpectedCost(job, p, config);
+  };
+  EnforceAdmission(s, plan, rules);
 }
 
 }  // namespace frugal::policy

@@ -109,7 +109,7 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
   for (auto& pe : entries_) {
     pe.returns = pe.pool.kind == model::CapacityKind::kSpot && !pe.derived && !pe.pool.elastic &&
                  pe.largest_node <= 0 && pe.pool.max_gpus > 0;
-    if (pe.returns) pe.eta_hours = 0;
+    if (pe.returns) pe.eta_hours = std::max(0.0, pe.pool.mean_outage_hours);
   }
 }
 

@@ -24,8 +24,8 @@ struct PoolEntry {
   int largest_node = 0;     // GPUs of its biggest live node
   double eta_hours = 1e18;  // expected time until some running work here ends
   // A spot pool with no live node that its provider does not grow on request: its nodes
-  // come back by themselves when the zone has capacity again, at a time nobody knows
-  // (eta_hours is 0: the wait is re-decided every cycle against the slack it uses).
+  // come back by themselves when the zone has capacity again: eta_hours is the pool's
+  // learned mean outage (0 when unknown), and the wait is re-decided every cycle.
   bool returns = false;
 };
 

@@ -96,31 +96,71 @@ struct Group {
   std::vector<int> members;  // indexes into preps, best score first
 };
 
+// Whether sitting out a spot pool's outage of `eta` hours beats running on a safe pool
+// through it and coming back, when slack is what limits the job. Leaving keeps eta - 2 x
+// restore hours of slack (two changeovers); spot use spends kappa hours of slack per hour
+// on it (rework and changeovers per reclaim), so that kept slack buys eta - 2 x restore
+// over kappa more hours on spot, worth (safe - spot) each, against eta hours paid at
+// (safe - spot) for leaving: waiting wins when eta x (1 - kappa) < 2 x restore.
+bool OutageIsCheaperWaited(const Estimate& spot, const Work& work, double eta) {
+  // An unknown outage (0: nothing learned, no prior) is not assumed short.
+  if (eta <= 0 || spot.run_hours <= 0 || spot.wall_hours <= 0) return false;
+  double kappa = spot.rework_hours / spot.run_hours +
+                 spot.preemptions / spot.wall_hours * work.restore_hours;
+  return eta * (1 - kappa) < 2 * work.restore_hours;
+}
+
 // The wait option: the cheapest option with no room now, if cheaper than the best option
-// with room (`best`), and if slack (or patience, without a deadline) outlasts its expected
-// wait.
+// with room (`best_o`, at rate `best`), if slack (or patience, without a deadline)
+// outlasts its expected wait, and if what the wait saves outweighs what it may cost.
 void ConsiderWaiting(const JobOptions& opts, const Capacity& cap, Timestamp now,
-                     const PolicyConfig& config, int j, int x, double best, Prep& p) {
+                     const PolicyConfig& config, int j, int x, int best_o, double best,
+                     Prep& p) {
   const JobView& v = opts.view(j);
-  double eta = cap.entry(OptionEntry(x)).eta_hours;
+  const PoolEntry& waited = cap.entry(OptionEntry(x));
+  double eta = waited.eta_hours;
   if (eta >= kNoLimit) return;  // nothing running there will free it
   Estimate est = opts.EstimateFor(j, x);
+  const bool best_safe = IsSafe(cap.entry(OptionEntry(best_o)).pool.kind);
   double spare, urgency;
   if (v.deadline.has_deadline) {
-    double risk = IsSafe(cap.entry(OptionEntry(x)).pool.kind)
-                      ? std::max(0.0, est.wall_hours - v.deadline.safe_hours)
-                      : SpotReserveHours(est, v.deadline, v.work);
-    spare = v.deadline.slack_hours - risk - eta;
+    double risk, wait = eta;
+    if (IsSafe(waited.pool.kind)) {
+      risk = std::max(0.0, est.wall_hours - v.deadline.safe_hours);
+    } else if (waited.returns && best_safe && OutageIsCheaperWaited(est, v.work, eta)) {
+      // Leaving for the safe pool would keep less slack than it costs: only the floor of
+      // one reclaim applies, not the reserve for the reclaims of the rest of the run; but
+      // the outage must end above that floor, or the pool could not be used when back.
+      risk = SpotRiskHours(est, v.deadline);
+    } else {
+      risk = SpotReserveHours(est, v.deadline, v.work);
+      // Above the reserve a returning pool is waited for one cycle at a time: its outage
+      // is not set aside in advance (the wait ends when the slack reaches the reserve).
+      if (waited.returns) wait = 0;
+    }
+    spare = v.deadline.slack_hours - risk - wait;
     double h = Hours(config.wait_horizon);
     urgency = h > 0 ? std::clamp(1.0 - spare / h, 0.0, 1.0) : 1.0;
   } else {
     double patience = Hours(config.max_wait_without_deadline);
-    double waited = HoursBetween(v.job->created_at, now) + eta;
-    spare = patience - waited;
-    urgency = patience > 0 ? std::clamp(waited / patience, 0.0, 1.0) : 1.0;
+    // As above the reserve, a returning pool is waited for one cycle at a time.
+    double waited_h = HoursBetween(v.job->created_at, now) + (waited.returns ? 0.0 : eta);
+    spare = patience - waited_h;
+    urgency = patience > 0 ? std::clamp(waited_h / patience, 0.0, 1.0) : 1.0;
   }
   if (spare <= 0 || urgency >= 1) return;
   double rx = opts.rate(j, x);
+  if (!best_safe && eta > 0) {
+    // Waiting for a cheaper spot pool while another has room: an hour waited is, at
+    // worst, an hour that must run on the cheapest safe option instead of the one waited
+    // for; wait only if the remaining run saves more than the expected outage may cost.
+    double safe = kInf;
+    for (int o = 0; o < opts.options(); ++o) {
+      double r = opts.rate(j, o);
+      if (r >= 0 && IsSafe(cap.entry(OptionEntry(o)).pool.kind)) safe = std::min(safe, r);
+    }
+    if (safe < kInf && (best - rx) * est.run_hours <= (safe - rx) * eta) return;
+  }
   p.wait_option = x;
   p.eta = eta;
   // Firmament's unscheduled arc: as cheap as the capacity waited for while slack is ample,
@@ -173,7 +213,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       continue;
     }
     if (shut_o >= 0 && cheapest_shut < best) {
-      ConsiderWaiting(opts, cap, now, config, j, shut_o, best, p);
+      ConsiderWaiting(opts, cap, now, config, j, shut_o, best_o, best, p);
     }
     preps.push_back(p);
   }

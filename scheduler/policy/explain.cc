@@ -170,7 +170,10 @@ std::string Explainer::WaitCheaper(int j, const JobResult& r) const {
   Estimate x = options_.EstimateFor(j, r.option);
   std::string s = "waiting for " + PoolLabel(r.option) +
                   (capacity_.entry(OptionEntry(r.option)).returns
-                       ? std::string(" to come back (it has no node now): ")
+                       ? std::string(" to come back (it has no node now") +
+                             (r.eta_hours > 0 ? "; its outages last ~" + RoughHours(r.eta_hours) +
+                                                    " on average): "
+                                              : std::string("): "))
                        : " (room expected in ~" + RoughHours(r.eta_hours) + "): ");
   bool spot = !IsSafe(capacity_.entry(OptionEntry(r.option)).pool.kind);
   if (v.deadline.has_deadline) {

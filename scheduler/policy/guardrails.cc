@@ -91,6 +91,27 @@ std::vector<model::IdleAction> DecideIdle(const model::IdleBatch& batch) {
   return out;
 }
 
+model::IdleBatch IdleBatchOf(const model::Snapshot& s) {
+  model::IdleBatch b;
+  b.now = s.now;
+  b.threshold_percent = s.idle_threshold_percent;
+  b.window = s.idle_window;
+  for (const auto& r : s.running) {
+    if (!r.idle_since || r.stopping) continue;
+    model::IdleAttempt a;
+    a.attempt_id = r.attempt_id;
+    a.job_id = r.job_id;
+    a.node = r.node_name;
+    a.idle_since = *r.idle_since;
+    a.warned = r.idle_warned;
+    // The snapshot's latest checkpoint of the job: the one a requeue resumes from.
+    a.has_checkpoint = r.last_checkpoint_at.has_value();
+    a.policy = r.idle_policy;
+    b.attempts.push_back(std::move(a));
+  }
+  return b;
+}
+
 std::optional<RightSizing> AdviseRightSizing(const model::JobUsage& usage,
                                              const std::vector<model::Pool>& pools) {
   std::map<std::string, const model::Pool*> by_name;

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "scheduler/model/guardrails.h"
 #include "scheduler/model/pool.h"
+#include "scheduler/model/snapshot.h"
 
 namespace frugal::policy {
 
@@ -29,6 +30,11 @@ std::optional<std::string> ApprovalReason(const model::JobSpec& spec,
 // warning once, and under a requeue policy a requeue (it has a checkpoint to resume from)
 // or a stop (it has none). Ordered by attempt id.
 std::vector<model::IdleAction> DecideIdle(const model::IdleBatch& batch);
+
+// The idle attempts of a cycle's snapshot, with its settings and now: running attempts with
+// an idle_since and no stop order outstanding (a stopping attempt or a cancelled job is
+// left alone), in the snapshot's (attempt id) order.
+model::IdleBatch IdleBatchOf(const model::Snapshot& snapshot);
 
 struct RightSizing {
   std::string pool;  // the cheapest pool that would have fitted

@@ -1,8 +1,6 @@
 #include "scheduler/policy/quota.h"
 
-#include <algorithm>
-#include <set>
-
+#include "scheduler/policy/admission.h"
 #include "scheduler/policy/cost_model.h"
 
 namespace frugal::policy {
@@ -69,59 +67,23 @@ void QuotaBook::Take(model::TeamId team, const model::Pool& pool, int gpus) {
 void EnforceQuotas(const model::Snapshot& s, model::Plan& plan) {
   if (s.quotas.empty()) return;
   QuotaBook book(s);
-  std::map<model::JobId, const model::PendingJob*> jobs;
-  for (const auto& j : s.pending) jobs[j.id] = &j;
-  std::map<model::NodeId, const model::Pool*> pool_of_node;
-  for (const auto& n : s.nodes) pool_of_node[n.id] = PoolOf(s, n.pool_id);
-
-  // A gang's parts share a job id: admit or refuse them together.
-  std::map<model::JobId, int> gang_gpus;
-  for (const auto& a : plan.assignments) gang_gpus[a.job_id] += a.gpus;
-  std::set<model::JobId> refused, admitted;
-  std::vector<model::Assignment> kept;
-  for (const auto& a : plan.assignments) {
-    auto j = jobs.find(a.job_id);
-    const model::Pool* pool = pool_of_node.count(a.node_id) ? pool_of_node[a.node_id] : nullptr;
-    if (j == jobs.end() || !pool) {
-      kept.push_back(a);
-      continue;
-    }
-    if (!admitted.count(a.job_id) && !refused.count(a.job_id)) {
-      std::string why = book.Holding(j->second->team_id, *pool, gang_gpus[a.job_id]);
-      if (why.empty()) {
-        book.Take(j->second->team_id, *pool, gang_gpus[a.job_id]);
-        admitted.insert(a.job_id);
-      } else {
-        refused.insert(a.job_id);
-        plan.waits.push_back({a.job_id, "waiting: " + why});
-      }
-    }
-    if (admitted.count(a.job_id)) kept.push_back(a);
-  }
-  plan.assignments = std::move(kept);
-
-  // Jobs the policy left waiting because no pool had room for the team say so.
-  for (auto& w : plan.waits) {
-    if (refused.count(w.job_id)) continue;
-    auto j = jobs.find(w.job_id);
-    if (j == jobs.end()) continue;
-    const model::PendingJob& job = *j->second;
-    std::string holding;
-    bool any_fit = false;
-    for (const auto& p : s.pools) {
-      if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p)) continue;
-      if (job.tolerance == model::Tolerance::kNone && p.kind == model::CapacityKind::kSpot)
-        continue;
-      any_fit = true;
-      std::string h = book.Holding(job.team_id, p, job.gpus);
-      if (h.empty()) {
-        holding.clear();
-        break;
-      }
-      if (holding.empty()) holding = h;
-    }
-    if (any_fit && !holding.empty()) w.reason = "waiting: " + holding;
-  }
+  AdmissionRules rules;
+  rules.part_amount = [](const model::Assignment& a) { return Amount{a.gpus}; };
+  rules.holding = [&](const model::PendingJob& job, const model::Pool& pool, Amount gpus) {
+    return book.Holding(job.team_id, pool, static_cast<int>(gpus));
+  };
+  rules.take = [&](const model::PendingJob& job, const model::Pool& pool, Amount gpus) {
+    book.Take(job.team_id, pool, static_cast<int>(gpus));
+  };
+  // A waiting job cites a quota only on pools its GPU type and tolerance allow.
+  rules.ask_on = [](const model::PendingJob& job,
+                    const model::Pool& p) -> std::optional<Amount> {
+    if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p)) return std::nullopt;
+    if (job.tolerance == model::Tolerance::kNone && p.kind == model::CapacityKind::kSpot)
+      return std::nullopt;
+    return job.gpus;
+  };
+  EnforceAdmission(s, plan, rules);
 }
 
 }  // namespace frugal::policy

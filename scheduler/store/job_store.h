@@ -256,8 +256,9 @@ class JobStore {
   virtual StatusOr<int> SweepLostNodes() = 0;
   // True while this store's dedicated session holds the scheduler leader lock.
   virtual StatusOr<bool> TryLeadership() = 0;
-  // Pending jobs (at most `max_pending`, in claim order), active attempts, live nodes,
-  // pools, and the database's now().
+  // Pending jobs (at most `max_pending`, in claim order), active attempts (with their idle
+  // state and team idle policy), live nodes, pools, quotas, budgets, the idle settings, and
+  // the database's now().
   virtual StatusOr<model::Snapshot> LoadSnapshot(int max_pending) = 0;
   // Applies the plan in one transaction. Assignments whose job is no longer pending are
   // skipped (the plan was made from an older snapshot); returns how many started.
@@ -303,9 +304,7 @@ class JobStore {
     p.user = user;
     return ApproveJob(p, id);
   }
-  // Active attempts idle (every GPU under the threshold at the last heartbeat) and not yet
-  // ordered to stop, with the settings and database now().
-  virtual StatusOr<model::IdleBatch> LoadIdleAttempts() = 0;
+  // (Idle attempts come with the cycle's snapshot: LoadSnapshot, policy::IdleBatchOf.)
   // Applies DecideIdle's actions: warning events (once per attempt), stop orders of kind
   // `idle`. Attempts that ended or got another stop order since are skipped. Returns how
   // many stops were ordered.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 
 namespace frugal::testing {
@@ -284,14 +285,10 @@ class ApiMalformedTest : public ::testing::Test {
   // A pool, a node in it, a job placed there (an active attempt) with a checkpoint at step
   // 5, and a pending job: what the worker and path cases need to be stale or regressive.
   void BuildWorld() {
-    const std::string admin = sched_->admin_token();
     researcher_ = sched_->NewToken("mal", "mia");
     worker_ = sched_->NewToken("mal-infra", "node-m", "worker");
-    auto r = sched_->Call("POST", "/v1/admin/pools", admin,
-                          R"({"name":"mal-pool","capacity_kind":"spot","gpu_type":"a100",)"
-                          R"("gpu_mem_gb":80,"max_gpus":1,"price_per_gpu_hour":"1.00"})");
-    ASSERT_EQ(r.status, 200) << r.raw;
-    r = sched_->Call(
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("mal-pool", "spot", "1.00", 1)));
+    auto r = sched_->Call(
         "POST", "/v1/workers/register", worker_,
         R"({"node":"node-m","pool":"mal-pool","gpus":1,"gpu_type":"a100","gpu_mem_gb":80})");
     ASSERT_EQ(r.status, 200) << r.raw;

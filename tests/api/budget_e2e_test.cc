@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 
@@ -68,11 +69,7 @@ class BudgetE2eTest : public ::testing::Test {
   }
   // An on-demand pool at $3/GPU-hour with one registered 8-GPU node.
   void OnDemandNode() {
-    ASSERT_EQ(Admin("POST", "/v1/admin/pools",
-                    {{"name", "od"}, {"capacity_kind", "on_demand"}, {"gpu_type", "a100"},
-                     {"gpu_mem_gb", 80}, {"price_per_gpu_hour", "3.00"}, {"max_gpus", 8}})
-                  .status,
-              200);
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("od", "on_demand", "3.00", 8)));
     const std::string worker = sched_->NewToken("infra", "od-1", "worker");
     auto reg = sched_->Call("POST", "/v1/workers/register", worker,
                             R"({"node":"od-1","pool":"od","gpus":8,"gpu_type":"a100","gpu_mem_gb":80})");

@@ -7,6 +7,7 @@
 
 #include "tests/api/openapi_spec.h"
 #include "tests/api/prom_text.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 
@@ -192,9 +193,7 @@ TEST_F(MetricsE2eTest, PoolAttemptAndSpendFiguresFollowAnAttempt) {
   // a. A reserved pool at $2.00/GPU-hour, one 4-GPU node of it, and a 2-GPU job for it.
   const std::string admin = sched_->admin_token();
   auto pool = sched_->Call("POST", "/v1/admin/pools", admin,
-                           json{{"name", "m-pool"}, {"capacity_kind", "reserved"},
-                                {"gpu_type", "m-gpu"}, {"gpu_mem_gb", 80}, {"max_gpus", 8},
-                                {"price_per_gpu_hour", "2.00"}}.dump());
+                           PoolBody("m-pool", "reserved", "2.00", 8, {{"gpu_type", "m-gpu"}}).dump());
   ASSERT_EQ(pool.status, 200) << pool.raw;
   ExpectConforms("post", "/v1/admin/pools", pool);
   const std::string worker = sched_->NewToken("mw", "m-node-1", "worker");

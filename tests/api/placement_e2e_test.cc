@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 
 namespace frugal::testing {
@@ -17,15 +18,8 @@ class PlacementE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     sched_ = new SchedulerProcess();
-    for (auto [name, kind, price] : {std::tuple{"od", "on_demand", "3.00"},
-                                     std::tuple{"spot", "spot", "1.00"}}) {
-      auto r = sched_->Call("POST", "/v1/admin/pools", sched_->admin_token(),
-                            json{{"name", name}, {"capacity_kind", kind}, {"gpu_type", "a100"},
-                                 {"gpu_mem_gb", 80}, {"max_gpus", 16},
-                                 {"price_per_gpu_hour", price}}
-                                .dump());
-      ASSERT_EQ(r.status, 200) << r.raw;
-    }
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("od", "on_demand", "3.00", 16)));
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("spot", "spot", "1.00", 16)));
     user_ = new std::string(sched_->NewToken("vision", "alice"));
   }
   static void TearDownTestSuite() {
@@ -75,12 +69,8 @@ TEST_F(PlacementE2eTest, DryRunQuotesEveryPoolAndSubmitsNothing) {
 
 TEST_F(PlacementE2eTest, InfeasibleDeadlineIsRefusedWithTheEarliestFinish) {
   // T4s run at a quarter of the reference speed: 1 h of reference work takes 4 h there.
-  auto pool = sched_->Call("POST", "/v1/admin/pools", sched_->admin_token(),
-                           json{{"name", "t4-od"}, {"capacity_kind", "on_demand"},
-                                {"gpu_type", "t4"}, {"gpu_mem_gb", 16}, {"max_gpus", 8},
-                                {"price_per_gpu_hour", "0.35"}, {"speed", 0.25}}
-                               .dump());
-  ASSERT_EQ(pool.status, 200) << pool.raw;
+  ASSERT_TRUE(CreatePool(*sched_, PoolBody("t4-od", "on_demand", "0.35", 8,
+                                            {{"gpu_type", "t4"}, {"gpu_mem_gb", 16}, {"speed", 0.25}})));
   const int before = JobCount();
   auto in = [](std::chrono::hours h) {
     return frugal::FormatRfc3339(std::chrono::time_point_cast<std::chrono::seconds>(

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler/policy/cost_policy.h"
+#include "tests/sim/sim_test_util.h"
 
 namespace frugal::policy {
 namespace {
@@ -13,35 +14,9 @@ namespace {
 using std::chrono::hours;
 using std::chrono::minutes;
 
+using sim::testing::SpotAndOnDemand;
+
 const Timestamp kNow = Timestamp{} + hours(24 * 365 * 53);
-
-model::Pool Pool(model::PoolId id, model::CapacityKind kind, Micros price, int gpus, double rate) {
-  model::Pool p;
-  p.id = id;
-  p.name = kind == model::CapacityKind::kSpot ? "spot" : "on-demand";
-  p.kind = kind;
-  p.gpu_type = "V100";
-  p.price_per_gpu_hour = price;
-  p.max_gpus = gpus;
-  p.node_gpus = 1;
-  p.preemption_rate_per_node_hour = rate;
-  return p;
-}
-
-std::vector<model::Node> Nodes(model::PoolId pool, int count, model::NodeId first) {
-  std::vector<model::Node> out;
-  for (int k = 0; k < count; ++k) {
-    model::Node n;
-    n.id = first + k;
-    n.name = std::to_string(first + k);
-    n.pool_id = pool;
-    n.gpus = 1;
-    n.gpu_type = "V100";
-    n.lease_expires_at = kNow + hours(1);
-    out.push_back(n);
-  }
-  return out;
-}
 
 model::PendingJob Job(int gpus, minutes deadline_in, double progress = 0) {
   model::PendingJob j;
@@ -84,11 +59,9 @@ bool OnPool(const model::Plan& plan, model::NodeId first, model::NodeId last) {
 // not elastic: its nodes come back by themselves. Reserve kept before waiting: expected
 // rework 0.3/h x 48 h x (7.5 + 3 min) = 2.5 h plus one worst reclaim 18 min = 2.8 h < 31.8 h.
 TEST(PolicyWeaknessTest, WaitsForSpotWhileTheSlackIsAmple) {
-  model::Snapshot s;
-  s.now = kNow;
-  s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.3),
-             Pool(100, model::CapacityKind::kOnDemand, 3060000, 1, 0)};
-  s.nodes = Nodes(100, 1, 100000);
+  model::Snapshot s = SpotAndOnDemand{.now = kNow, .spot_price = 918000, .od_price = 3060000,
+                                      .spot_rate = 0.3, .spot_up = false}
+                          .Build();
   s.pending = {Job(1, hours(80))};
   model::Plan plan = Frugal().Decide(s);
   EXPECT_FALSE(OnPool(plan, 100000, 100000)) << Reasons(plan);
@@ -100,13 +73,9 @@ TEST(PolicyWeaknessTest, WaitsForSpotWhileTheSlackIsAmple) {
 // 7.8 h covers a reclaim (15 + 3 min); expected stint 1 / 0.3 = 3.3 h saves 3.3 x ($3.06 -
 // $0.918) = $7.14 against $0.31 of changeovers and expected lost work.
 TEST(PolicyWeaknessTest, ReturnsToSpotWhenItComesBackWithAmpleSlack) {
-  model::Snapshot s;
-  s.now = kNow;
-  s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.3),
-             Pool(100, model::CapacityKind::kOnDemand, 3060000, 1, 0)};
-  s.nodes = Nodes(1, 1, 2000);
-  auto od = Nodes(100, 1, 100000);
-  s.nodes.insert(s.nodes.end(), od.begin(), od.end());
+  model::Snapshot s =
+      SpotAndOnDemand{.now = kNow, .spot_price = 918000, .od_price = 3060000, .spot_rate = 0.3}
+          .Build();
   model::RunningAttempt a;
   a.attempt_id = 7;
   a.job_id = 1;
@@ -134,13 +103,9 @@ TEST(PolicyWeaknessTest, ReturnsToSpotWhenItComesBackWithAmpleSlack) {
 // with spot (a reclaim costs at most 15 + 3 min and on-demand can still finish), and
 // Uniform Progress saves 28% on these cells, the optimum 36%.
 TEST(PolicyWeaknessTest, UsesSpotWhenTheSlackCoversAReclaimButNotTenPercent) {
-  model::Snapshot s;
-  s.now = kNow;
-  s.pools = {Pool(1, model::CapacityKind::kSpot, 918000, 1, 0.065),
-             Pool(100, model::CapacityKind::kOnDemand, 3060000, 1, 0)};
-  s.nodes = Nodes(1, 1, 2000);
-  auto od = Nodes(100, 1, 100000);
-  s.nodes.insert(s.nodes.end(), od.begin(), od.end());
+  model::Snapshot s =
+      SpotAndOnDemand{.now = kNow, .spot_price = 918000, .od_price = 3060000, .spot_rate = 0.065}
+          .Build();
   s.pending = {Job(1, minutes(3200))};  // 53 h 20 min
   model::Plan plan = Frugal().Decide(s);
   EXPECT_TRUE(OnPool(plan, 2000, 2000)) << Reasons(plan);
@@ -152,13 +117,9 @@ TEST(PolicyWeaknessTest, UsesSpotWhenTheSlackCoversAReclaimButNotTenPercent) {
 // a risk of 4 days against 16 h of slack and ran on on-demand; Uniform Progress saves
 // 75% on this series (gcp-h100 us-central1-a, C0/R0 = 0.7).
 TEST(PolicyWeaknessTest, CountsAGangsSimultaneousReclaimsOnce) {
-  model::Snapshot s;
-  s.now = kNow;
-  s.pools = {Pool(1, model::CapacityKind::kSpot, 2372400, 16, 0.715),
-             Pool(100, model::CapacityKind::kOnDemand, 10315700, 16, 0)};
-  s.nodes = Nodes(1, 16, 2000);
-  auto od = Nodes(100, 16, 100000);
-  s.nodes.insert(s.nodes.end(), od.begin(), od.end());
+  model::Snapshot s = SpotAndOnDemand{.now = kNow, .nodes = 16, .spot_price = 2372400,
+                                      .od_price = 10315700, .spot_rate = 0.715}
+                          .Build();
   s.pending = {Job(16, minutes(4114))};  // 68.6 h
   model::Plan plan = Frugal().Decide(s);
   EXPECT_TRUE(OnPool(plan, 2000, 2015)) << Reasons(plan);

@@ -1,10 +1,15 @@
 // Hand-made markets for the simulator tests: one-hour steps, so a step's cost is its price.
+// And the same single-job problem as the real policy sees it (SpotAndOnDemand), for the
+// decisions the simulator found costly.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "bench/sim/engine.h"
+#include "common/clock.h"
+#include "common/money.h"
+#include "scheduler/model/snapshot.h"
 
 namespace frugal::sim::testing {
 
@@ -19,15 +24,11 @@ inline Market HandMarket(const std::vector<std::string>& up, const std::vector<d
   for (size_t z = 0; z < up.size(); ++z) {
     Zone zone;
     zone.name = std::to_string(z);  // (not "z" + ...: GCC 12 warns -Wrestrict on it)
-    zone.reclaims.assign(m.steps + 1, 0);
-    zone.node_hours.assign(m.steps + 1, 0);
     for (int j = 0; j < m.steps; ++j) {
       zone.up.push_back(up[z][j] == '1');
       zone.price.push_back(spot[z]);
-      bool drop = j > 0 && zone.up[j - 1] && !zone.up[j];
-      zone.reclaims[j + 1] = zone.reclaims[j] + drop;
-      zone.node_hours[j + 1] = zone.node_hours[j] + zone.up[j];
     }
+    FillHistory(zone, 1, m.StepHours());
     m.zones.push_back(zone);
   }
   return m;
@@ -54,6 +55,56 @@ class Scripted final : public Controller {
 
  private:
   std::vector<int> targets_;
+};
+
+// A snapshot of one job's market: a spot pool (id 1, named "spot", nodes 2000, 2001, ...)
+// and an on-demand pool (id 100, "on-demand", nodes 100000, ...), each of `nodes` one-GPU
+// V100 nodes whose leases run an hour past `now`, and max_gpus = `nodes`. Fill the fields
+// by name, call Build(), then add the pending job or running attempt.
+struct SpotAndOnDemand {
+  Timestamp now{};
+  int nodes = 1;          // per pool
+  Micros spot_price = 0;  // per GPU-hour
+  Micros od_price = 0;
+  double spot_rate = 0;   // the spot pool's learned reclaims per node-hour
+  bool spot_up = true;    // false: the spot pool has no live node (only on-demand's are listed)
+
+  model::Snapshot Build() const {
+    model::Snapshot s;
+    s.now = now;
+    s.pools = {Pool(1, model::CapacityKind::kSpot, spot_price, spot_rate),
+               Pool(100, model::CapacityKind::kOnDemand, od_price, 0)};
+    if (spot_up) AddNodes(s, 1, 2000);
+    AddNodes(s, 100, 100000);
+    return s;
+  }
+
+ private:
+  model::Pool Pool(model::PoolId id, model::CapacityKind kind, Micros price, double rate) const {
+    model::Pool p;
+    p.id = id;
+    p.name = kind == model::CapacityKind::kSpot ? "spot" : "on-demand";
+    p.kind = kind;
+    p.gpu_type = "V100";
+    p.price_per_gpu_hour = price;
+    p.max_gpus = nodes;
+    p.node_gpus = 1;
+    p.preemption_rate_per_node_hour = rate;
+    return p;
+  }
+
+  void AddNodes(model::Snapshot& s, model::PoolId pool, model::NodeId first) const {
+    for (int k = 0; k < nodes; ++k) {
+      model::Node n;
+      n.id = first + k;
+      n.name = std::to_string(first + k);
+      n.pool_id = pool;
+      n.gpus = 1;
+      n.gpu_type = "V100";
+      n.lease_expires_at = now + std::chrono::hours(1);
+      s.nodes.push_back(n);
+    }
+  }
 };
 
 }  // namespace frugal::sim::testing

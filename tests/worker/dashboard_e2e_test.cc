@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 
@@ -43,14 +44,8 @@ TEST(DashboardE2eTest, ViewsAgreeWithTheLedgerAndRespectRoles) {
   o.extra_args = {"--config", config};
   SchedulerProcess sched(o);
   const std::string admin = sched.admin_token();
-  for (auto [name, kind, price] : {std::tuple{"od", "on_demand", "3.60"},
-                                   std::tuple{"spot", "spot", "0.90"}}) {
-    auto r = sched.Call("POST", "/v1/admin/pools", admin,
-                        json{{"name", name}, {"capacity_kind", kind}, {"gpu_type", "a100"},
-                             {"gpu_mem_gb", 80}, {"max_gpus", 8}, {"price_per_gpu_hour", price}}
-                            .dump());
-    ASSERT_EQ(r.status, 200) << r.raw;
-  }
+  ASSERT_TRUE(CreatePool(sched, PoolBody("od", "on_demand", "3.60", 8)));
+  ASSERT_TRUE(CreatePool(sched, PoolBody("spot", "spot", "0.90", 8)));
   const std::string alice = sched.NewToken("vision", "alice");
   const std::string bob = sched.NewToken("speech", "bob");
   std::vector<std::pair<std::int64_t, std::string>> jobs;  // id, owner's token

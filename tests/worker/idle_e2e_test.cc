@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "tests/testing/invariants.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 #include "tests/testing/worker_fixture.h"
@@ -27,15 +28,9 @@ class IdleE2eTest : public ::testing::Test {
     sched_ = std::make_unique<SchedulerProcess>(o);
     admin_ = sched_->admin_token();
     user_ = sched_->NewToken("vision", "alice");
-    for (const json& pool :
-         {json{{"name", "a100-od"}, {"capacity_kind", "on_demand"}, {"gpu_type", "a100"},
-               {"gpu_mem_gb", 80}, {"max_gpus", 8}, {"price_per_gpu_hour", "3.10"},
-               {"speed", 2.0}},
-          json{{"name", "t4-od"}, {"capacity_kind", "on_demand"}, {"gpu_type", "t4"},
-               {"gpu_mem_gb", 16}, {"max_gpus", 8}, {"price_per_gpu_hour", "0.35"}}}) {
-      auto r = Admin("POST", "/v1/admin/pools", pool);
-      ASSERT_EQ(r.status, 200) << r.raw;
-    }
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("a100-od", "on_demand", "3.10", 8, {{"speed", 2.0}})));
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("t4-od", "on_demand", "0.35", 8,
+                                             {{"gpu_type", "t4"}, {"gpu_mem_gb", 16}})));
     auto g = Admin("POST", "/v1/admin/guardrails",
                    {{"idle", {{"threshold_percent", 5}, {"window_seconds", 3}}}});
     ASSERT_EQ(g.status, 200) << g.raw << sched_->process().Stderr();

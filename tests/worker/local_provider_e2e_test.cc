@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/testing/invariants.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 
@@ -32,12 +33,7 @@ class LocalProviderE2eTest : public ::testing::Test {
   }
 
   void Pool(const std::string& name, const std::string& kind, const std::string& gpu_type) {
-    auto r = sched_->Call("POST", "/v1/admin/pools", sched_->admin_token(),
-                          json{{"name", name}, {"capacity_kind", kind}, {"gpu_type", gpu_type},
-                               {"gpu_mem_gb", 80}, {"max_gpus", 8},
-                               {"price_per_gpu_hour", "1.00"}}
-                              .dump());
-    ASSERT_EQ(r.status, 200) << r.raw;
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody(name, kind, "1.00", 8, {{"gpu_type", gpu_type}})));
   }
 
   std::int64_t SubmitTrain(int steps, const std::string& step_seconds, int every) {
@@ -133,12 +129,8 @@ TEST_F(LocalProviderE2eTest, ElasticPoolGrowsOnDemandAndReleasesIdleNodes) {
   // the pool's idle timeout.
   Start("local_workers:\n"
         "  - {pool: burst, nodes: 0, max_nodes: 2, restart_delay: 1s}\n");
-  auto r = sched_->Call("POST", "/v1/admin/pools", sched_->admin_token(),
-                        json{{"name", "burst"}, {"capacity_kind", "on_demand"},
-                             {"gpu_type", "a100"}, {"gpu_mem_gb", 80}, {"max_gpus", 2},
-                             {"price_per_gpu_hour", "2.00"}, {"idle_timeout_seconds", 3}}
-                            .dump());
-  ASSERT_EQ(r.status, 200) << r.raw;
+  ASSERT_TRUE(CreatePool(*sched_, PoolBody("burst", "on_demand", "2.00", 2,
+                                            {{"idle_timeout_seconds", 3}})));
   EXPECT_FALSE(NodeDirExists("burst-1"));
   auto job = SubmitTrain(10, "0.1", 5);
   ASSERT_TRUE(WaitFor([&] { return Job(job)["state"] == "succeeded"; }, std::chrono::seconds(60)))

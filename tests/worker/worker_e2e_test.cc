@@ -12,6 +12,7 @@
 
 #include "scheduler/store/pg/cluster.h"
 #include "tests/testing/invariants.h"
+#include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/wait.h"
 #include "tests/testing/worker_fixture.h"
@@ -36,12 +37,7 @@ class WorkerE2eTest : public ::testing::Test {
     if (worker_token_.empty()) {
       worker_token_ = sched_->NewToken("infra", "workers", "worker");
       user_token_ = sched_->NewToken("vision", "alice");
-      auto r = sched_->Call("POST", "/v1/admin/pools", admin_,
-                            json{{"name", "spot"}, {"capacity_kind", "spot"}, {"gpu_type", "a100"},
-                                 {"gpu_mem_gb", 80}, {"max_gpus", 64},
-                                 {"price_per_gpu_hour", "1.10"}}
-                                .dump());
-      ASSERT_EQ(r.status, 200) << r.raw;
+      ASSERT_TRUE(CreatePool(*sched_, PoolBody("spot", "spot", "1.10", 64)));
     }
   }
 

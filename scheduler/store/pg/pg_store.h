@@ -98,7 +98,6 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const Principal& actor, const std::string& team,
                                                 model::IdlePolicy policy) override;
   StatusOr<model::Job> ApproveJob(const Principal& actor, model::JobId id) override;
-  StatusOr<model::IdleBatch> LoadIdleAttempts() override;
   StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) override;
 
  private:

@@ -12,8 +12,14 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
     // One consistent view for the whole snapshot.
     RETURN_IF_ERROR(c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
     model::Snapshot s;
-    ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now", "SELECT " FRUGAL_US("now()")));
+    // With the idle reclamation settings (one row; the defaults if it were missing).
+    ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle",
+                                      "SELECT " FRUGAL_US("now()") ", (SELECT"
+                                      " idle_threshold_percent FROM guardrail_settings), (SELECT"
+                                      " idle_window_s FROM guardrail_settings)"));
     s.now = pg::FromMicros(now.Int(0, 0));
+    if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
+    if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
     ASSIGN_OR_RETURN(
         auto p,
         c.Exec("snapshot_pending",
@@ -58,8 +64,11 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
                " to_json(j.gpu_types)::text, j.min_gpu_mem_gb, "
                FRUGAL_US("j.priority_preempted_at") ","
-               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id"
+               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
+               " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
+               " t.idle_policy"
                " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
+               " JOIN teams t ON t.id = j.team_id"
                " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
                "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
                " WHERE a.ended_at IS NULL ORDER BY a.id"));
@@ -83,6 +92,11 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       a.last_priority_preemption_at = pg::OptTime(r, i, 15);
       a.stopping = r.Bool(i, 16);
       a.team_id = r.Int(i, 17);
+      a.node_name = r.Text(i, 18);
+      a.idle_since = pg::OptTime(r, i, 19);
+      a.idle_warned = r.Bool(i, 20);
+      a.idle_policy = r.Text(i, 21) == "requeue" ? model::IdlePolicy::kRequeue
+                                                 : model::IdlePolicy::kWarn;
       s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
@@ -134,11 +148,23 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
                                    " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
                                    " p.startup_delay_s, p.idle_timeout_s,"
                                    " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
-                                   " coalesce(o.node_hours, 0) FROM pools p LEFT JOIN ("
+                                   " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0)"
+                                   " FROM pools p LEFT JOIN ("
                                    "   SELECT pool_id, count(notice_at) AS notices,"
                                    "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
                                    "   registered_at) - registered_at))) / 3600.0 AS node_hours"
                                    "   FROM nodes GROUP BY pool_id) o ON o.pool_id = p.id"
+                                   // Outages: gaps in the union of a spot pool's node lives,
+                                   // a node registering after every earlier one had gone.
+                                   " LEFT JOIN (SELECT pool_id, count(*) AS outages,"
+                                   "   sum(gap) / 3600.0 AS outage_hours FROM ("
+                                   "     SELECT n.pool_id, extract(epoch from n.registered_at -"
+                                   "     max(coalesce(n.last_heartbeat_at, n.registered_at)) OVER ("
+                                   "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
+                                   "       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS gap"
+                                   "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
+                                   "     WHERE sp.capacity_kind = 'spot') g"
+                                   "   WHERE gap > 0 GROUP BY pool_id) u ON u.pool_id = p.id"
                                    " ORDER BY p.id"));
   std::vector<model::Pool> out;
   for (int i = 0; i < pl.rows(); ++i) {
@@ -158,6 +184,7 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
       pool.preemption_rate_per_node_hour =
           model::LearnedPreemptionRate(pool.preemption_prior_per_node_hour, pl.Double(i, 11),
                                        pl.Double(i, 12));
+      pool.mean_outage_hours = model::LearnedOutageHours(pl.Double(i, 13), pl.Double(i, 14));
     }
     out.push_back(std::move(pool));
   }

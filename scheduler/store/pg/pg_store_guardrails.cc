@@ -1,6 +1,7 @@
 // Guardrails (migrations/0012_add_guardrails.sql): settings, team idle policies, approval of
-// held jobs, and the engine's idle reclamation. The decisions are policy/guardrails.h's;
-// this file only reads and writes, in database time.
+// held jobs, and the engine's idle reclamation (whose idle attempts come with the cycle's
+// snapshot, pg_store_engine.cc). The decisions are policy/guardrails.h's; this file only
+// reads and writes, in database time.
 #include <nlohmann/json.hpp>
 
 #include "scheduler/store/pg/pg_audit.h"
@@ -180,38 +181,6 @@ StatusOr<model::Job> PgStore::ApproveJob(const Principal& actor, model::JobId id
                                           " JOIN users u ON u.id = j.user_id WHERE j.id = $1",
                                       {std::to_string(id)}));
     return pg::ParseJob(job, 0);
-  });
-}
-
-StatusOr<model::IdleBatch> PgStore::LoadIdleAttempts() {
-  return InTransaction<model::IdleBatch>(pool_, [&](PgConn& c) -> StatusOr<model::IdleBatch> {
-    ASSIGN_OR_RETURN(auto s, ReadSettings(c));
-    model::IdleBatch b;
-    b.threshold_percent = s.idle_threshold_percent;
-    b.window = s.idle_window;
-    ASSIGN_OR_RETURN(auto now, c.Exec("idle_now", "SELECT " FRUGAL_US("now()")));
-    b.now = pg::FromMicros(now.Int(0, 0));
-    ASSIGN_OR_RETURN(
-        auto r, c.Exec("idle_attempts",
-                       "SELECT a.id, a.job_id, n.name, " FRUGAL_US("a.idle_since") ","
-                       " a.idle_warned_at IS NOT NULL, EXISTS (SELECT 1 FROM checkpoints k"
-                       " WHERE k.job_id = a.job_id), t.idle_policy FROM attempts a"
-                       " JOIN nodes n ON n.id = a.node_id JOIN jobs j ON j.id = a.job_id"
-                       " JOIN teams t ON t.id = j.team_id WHERE a.ended_at IS NULL"
-                       " AND a.idle_since IS NOT NULL AND a.stop_reason IS NULL"
-                       " AND j.cancel_requested_at IS NULL ORDER BY a.id"));
-    for (int i = 0; i < r.rows(); ++i) {
-      model::IdleAttempt a;
-      a.attempt_id = r.Int(i, 0);
-      a.job_id = r.Int(i, 1);
-      a.node = r.Text(i, 2);
-      a.idle_since = pg::FromMicros(r.Int(i, 3));
-      a.warned = r.Bool(i, 4);
-      a.has_checkpoint = r.Bool(i, 5);
-      a.policy = r.Text(i, 6) == "requeue" ? model::IdlePolicy::kRequeue : model::IdlePolicy::kWarn;
-      b.attempts.push_back(std::move(a));
-    }
-    return b;
   });
 }
 

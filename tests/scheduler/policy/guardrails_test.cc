@@ -105,6 +105,46 @@ TEST(DecideIdleTest, RequeuePolicyRequeuesACheckpointedJobAndStopsOneWithout) {
   EXPECT_NE(stop[0].message.find("never checkpointed"), std::string::npos);
 }
 
+TEST(IdleBatchOfTest, TakesTheSnapshotsIdleAttemptsWithoutAStopOrder) {
+  model::Snapshot s;
+  s.now = Timestamp(Seconds(100000));
+  s.idle_threshold_percent = 7;
+  s.idle_window = Seconds(120);
+  auto running = [&](model::AttemptId id, std::optional<Timestamp> idle, bool stopping) {
+    model::RunningAttempt r;
+    r.attempt_id = id;
+    r.job_id = id + 100;
+    r.node_name = "n" + std::to_string(id);
+    r.idle_since = idle;
+    r.stopping = stopping;
+    s.running.push_back(r);
+    return &s.running.back();
+  };
+  running(1, std::nullopt, false);        // busy: left out
+  running(2, s.now - Seconds(50), true);  // already ordered to stop: left out
+  running(3, s.now - Seconds(300), false);
+  auto* four = running(4, s.now - Seconds(10), false);
+  four->idle_warned = true;
+  four->idle_policy = model::IdlePolicy::kRequeue;
+  four->last_checkpoint_at = s.now - Seconds(5);  // a checkpoint to resume from
+  const auto b = IdleBatchOf(s);
+  EXPECT_EQ(b.now, s.now);
+  EXPECT_EQ(b.threshold_percent, 7);
+  EXPECT_EQ(b.window, Seconds(120));
+  ASSERT_EQ(b.attempts.size(), 2u);
+  EXPECT_EQ(b.attempts[0].attempt_id, 3);
+  EXPECT_EQ(b.attempts[0].job_id, 103);
+  EXPECT_EQ(b.attempts[0].node, "n3");
+  EXPECT_EQ(b.attempts[0].idle_since, s.now - Seconds(300));
+  EXPECT_FALSE(b.attempts[0].warned);
+  EXPECT_FALSE(b.attempts[0].has_checkpoint);
+  EXPECT_EQ(b.attempts[0].policy, model::IdlePolicy::kWarn);
+  EXPECT_EQ(b.attempts[1].attempt_id, 4);
+  EXPECT_TRUE(b.attempts[1].warned);
+  EXPECT_TRUE(b.attempts[1].has_checkpoint);
+  EXPECT_EQ(b.attempts[1].policy, model::IdlePolicy::kRequeue);
+}
+
 model::Pool Pool(const std::string& name, const std::string& type, int mem, double speed,
                  Micros price, model::CapacityKind kind = model::CapacityKind::kOnDemand) {
   model::Pool p;

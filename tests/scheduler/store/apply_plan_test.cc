@@ -1,37 +1,24 @@
 // Snapshot and plan application against a real PostgreSQL.
 #include <gtest/gtest.h>
 
-#include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class ApplyPlanTest : public ::testing::Test {
+class ApplyPlanTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    admin_ = *store_->Authenticate(Sha256Hex("admin"));
-    model::Pool pool;
-    pool.name = "a100-spot";
-    pool.kind = model::CapacityKind::kSpot;
-    pool.gpu_type = "a100";
-    pool.gpu_mem_gb = 80;
-    pool.price_per_gpu_hour = 1'200'000;
-    pool.max_gpus = 64;
-    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("a100-spot", model::CapacityKind::kSpot, 1'200'000))
+            .ok());
   }
 
   model::Node AddNode(const std::string& name, int gpus) {
-    model::Node n;
-    n.name = name;
-    n.gpus = gpus;
-    n.gpu_type = "a100";
-    n.gpu_mem_gb = 80;
+    model::Node n = testing::A100Node(name, gpus);
     auto r = store_->RegisterWorker(n, "a100-spot", Seconds(60));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     n.id = r->node_id;
@@ -46,10 +33,6 @@ class ApplyPlanTest : public ::testing::Test {
     EXPECT_TRUE(res.ok()) << res.status().ToString();
     return res->job.id;
   }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
 };
 
 TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
@@ -110,11 +93,7 @@ TEST_F(ApplyPlanTest, DatabaseRefusesASecondActiveAttempt) {
 }
 
 TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
-  model::Node n;
-  n.name = "gone";
-  n.gpus = 8;
-  n.gpu_type = "a100";
-  n.gpu_mem_gb = 80;
+  model::Node n = testing::A100Node("gone", 8);
   ASSERT_TRUE(store_->RegisterWorker(n, "a100-spot", Seconds(0)).ok());
   EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
   EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60)).status().field(), "pool");

@@ -8,36 +8,20 @@
 #include "common/crypto.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
 using nlohmann::json;
 
+// Pools of at most 16 GPUs.
 model::Pool MakePool(const std::string& name, model::CapacityKind kind, Micros price) {
-  model::Pool p;
-  p.name = name;
-  p.kind = kind;
-  p.gpu_type = "a100";
-  p.gpu_mem_gb = 80;
-  p.max_gpus = 16;
-  p.price_per_gpu_hour = price;
-  return p;
+  return testing::A100Pool(name, kind, price, 16);
 }
 
-class AuditStoreTest : public ::testing::Test {
+class AuditStoreTest : public testing::StoreTest {
  protected:
-  void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    auto issued = store_->Bootstrap(Sha256Hex("admin-token"));
-    ASSERT_TRUE(issued.ok());
-    auto who = store_->Authenticate(Sha256Hex("admin-token"));
-    ASSERT_TRUE(who.ok());
-    admin_ = *who;
-  }
-
   std::vector<AuditEntry> Audit(std::optional<std::string> action = std::nullopt) {
     AuditFilter f;
     f.action = std::move(action);
@@ -62,10 +46,6 @@ class AuditStoreTest : public ::testing::Test {
     cfg.teams.push_back(nlp);
     return cfg;
   }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
 };
 
 TEST_F(AuditStoreTest, EveryAdminActionWritesOneRowNamingTheActor) {

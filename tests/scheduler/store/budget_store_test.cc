@@ -11,30 +11,22 @@
 #include "scheduler/policy/quota.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class BudgetStoreTest : public ::testing::Test {
+class BudgetStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
     // Reserved $1/GPU-hour with one 1-GPU node; on-demand $3 with one 8-GPU node.
-    for (auto [name, kind, price] :
-         {std::tuple{"res", model::CapacityKind::kReserved, 1'000'000},
-          std::tuple{"od", model::CapacityKind::kOnDemand, 3'000'000}}) {
-      model::Pool p;
-      p.name = name;
-      p.kind = kind;
-      p.gpu_type = "a100";
-      p.gpu_mem_gb = 80;
-      p.max_gpus = 8;
-      p.price_per_gpu_hour = price;
-      ASSERT_TRUE(store_->UpsertPool(p).ok());
-    }
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("res", model::CapacityKind::kReserved, 1'000'000, 8))
+            .ok());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 3'000'000, 8))
+            .ok());
     ASSERT_TRUE(store_->RegisterWorker({0, "res-1", 0, 1, "a100", 80, {}}, "res", Seconds(600)).ok());
     ASSERT_TRUE(store_->RegisterWorker({0, "od-1", 0, 8, "a100", 80, {}}, "od", Seconds(600)).ok());
     for (const char* t : {"vision", "speech"}) {
@@ -83,8 +75,6 @@ class BudgetStoreTest : public ::testing::Test {
     return b;
   }
 
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
   std::unique_ptr<PgConn> conn_;
   std::map<std::string, Principal> who_;
 };

@@ -3,29 +3,19 @@
 // learned spot preemption rates, scheduler stops, and assignments that skip draining nodes.
 #include <gtest/gtest.h>
 
-#include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class CostStoreTest : public ::testing::Test {
+class CostStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    admin_ = *store_->Authenticate(Sha256Hex("admin"));
-    model::Pool pool;
-    pool.name = "spot";
-    pool.kind = model::CapacityKind::kSpot;
-    pool.gpu_type = "a100";
-    pool.gpu_mem_gb = 80;
-    pool.max_gpus = 64;
-    pool.price_per_gpu_hour = 900'000;
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    model::Pool pool = testing::A100Pool("spot", model::CapacityKind::kSpot, 900'000);
     pool.startup_delay = Seconds(90);
     pool.idle_timeout = Seconds(600);
     pool.preemption_prior_per_node_hour = 0.5;
@@ -33,12 +23,7 @@ class CostStoreTest : public ::testing::Test {
   }
 
   Registration Register(const std::string& name) {
-    model::Node n;
-    n.name = name;
-    n.gpus = 4;
-    n.gpu_type = "a100";
-    n.gpu_mem_gb = 80;
-    auto r = store_->RegisterWorker(n, "spot", Seconds(60));
+    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", Seconds(60));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -70,10 +55,6 @@ class CostStoreTest : public ::testing::Test {
     auto plan = policy::FifoPolicy().Decide(Snap());
     ASSERT_TRUE(store_->ApplyPlan(plan).ok());
   }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
 };
 
 TEST_F(CostStoreTest, PoolEconomicsRoundTrip) {
@@ -106,6 +87,30 @@ TEST_F(CostStoreTest, NoticesTeachThePoolItsPreemptionRate) {
   EXPECT_NEAR((*store_->ListPools())[0].preemption_rate_per_node_hour, 0.3, 1e-3);
   // Both nodes are draining: the policy sees neither.
   EXPECT_TRUE(Snap().nodes.empty());
+}
+
+TEST_F(CostStoreTest, GapsBetweenNodeLivesTeachThePoolItsMeanOutage) {
+  ASSERT_TRUE(store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 3'000'000)).ok());
+  // Nothing observed yet: the prior of one outage of kOutagePriorHours.
+  auto pools = store_->ListPools();
+  ASSERT_TRUE(pools.ok());
+  EXPECT_DOUBLE_EQ((*pools)[0].mean_outage_hours, model::kOutagePriorHours);
+  EXPECT_DOUBLE_EQ((*pools)[1].mean_outage_hours, 0);  // not spot: never waited for
+  Register("a");
+  Register("b");
+  Register("c");
+  // a lived 10h-8h ago and b 9h-7h ago (overlapping: no outage); c registered 4h ago,
+  // after 3 hours with no node.
+  Sql("UPDATE nodes SET registered_at = now() - interval '10 hours',"
+      " last_heartbeat_at = now() - interval '8 hours' WHERE name = 'a';"
+      "UPDATE nodes SET registered_at = now() - interval '9 hours',"
+      " last_heartbeat_at = now() - interval '7 hours' WHERE name = 'b';"
+      "UPDATE nodes SET registered_at = now() - interval '4 hours',"
+      " last_heartbeat_at = now() WHERE name = 'c'");
+  // One 3-hour outage with the prior's hour: (1 + 3) / (1 + 1) = 2 hours.
+  EXPECT_NEAR((*store_->ListPools())[0].mean_outage_hours, 2.0, 1e-6);
+  // The snapshot the policy decides on carries it.
+  EXPECT_NEAR(Snap().pools[0].mean_outage_hours, 2.0, 1e-6);
 }
 
 TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {

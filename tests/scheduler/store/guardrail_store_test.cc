@@ -1,40 +1,29 @@
 // Guardrails against a real PostgreSQL: settings round trip, approval holds (approve,
 // cancel while held), heartbeat samples (peak memory, idle_since in database time, unknown
-// never idle), idle warnings once and idle requeue/stop orders, and right-sizing input.
+// never idle), idle warnings once and idle requeue/stop orders (the reclaimer working from
+// the cycle's snapshot), and right-sizing input.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "common/crypto.h"
+#include "scheduler/engine/idle_reclaimer.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/policy/guardrails.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class GuardrailStoreTest : public ::testing::Test {
+class GuardrailStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    admin_ = *store_->Authenticate(Sha256Hex("admin"));
-    model::Pool pool;
-    pool.name = "a100-od";
-    pool.gpu_type = "a100";
-    pool.gpu_mem_gb = 80;
-    pool.max_gpus = 64;
-    pool.price_per_gpu_hour = 3'000'000;
-    ASSERT_TRUE(store_->UpsertPool(pool).ok());
-    model::Node n;
-    n.name = "w1";
-    n.gpus = 4;
-    n.gpu_type = "a100";
-    n.gpu_mem_gb = 80;
-    epoch_ = store_->RegisterWorker(n, "a100-od", Seconds(60))->lease_epoch;
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("a100-od", model::CapacityKind::kOnDemand, 3'000'000))
+            .ok());
+    epoch_ = store_->RegisterWorker(testing::A100Node("w1", 4), "a100-od", Seconds(60))->lease_epoch;
   }
 
   // Submits, places with one fifo cycle and acknowledges: returns the running attempt.
@@ -72,6 +61,12 @@ class GuardrailStoreTest : public ::testing::Test {
                     .ok());
   }
 
+  // The idle attempts as the engine's reclaimer sees them: those of a cycle's snapshot.
+  StatusOr<model::IdleBatch> LoadIdleAttempts() {
+    ASSIGN_OR_RETURN(auto snap, store_->LoadSnapshot(100));
+    return policy::IdleBatchOf(snap);
+  }
+
   int Events(model::JobId job, const std::string& kind) {
     int n = 0;
     auto detail = store_->GetJob(job, std::nullopt);  // named: the loop must not outlive it
@@ -80,9 +75,6 @@ class GuardrailStoreTest : public ::testing::Test {
     return n;
   }
 
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
   std::int64_t epoch_ = 0;
   std::vector<model::AttemptId> running_;
 };
@@ -148,11 +140,11 @@ TEST_F(GuardrailStoreTest, HeartbeatsKeepPeakMemoryAndIdleSinceUnknownNeverIdle)
   auto [job, attempt] = Running();
   // a. Unknown utilisation: not idle.
   Beat({{{"attempt_id", attempt}, {"memory_used_mb", 9000}}});
-  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+  EXPECT_TRUE(LoadIdleAttempts()->attempts.empty());
   // b. Under the threshold: idle since now; a higher peak is kept, a lower one is not.
   Beat({{{"attempt_id", attempt}, {"utilization", 2}, {"memory_used_mb", 11469}}});
   Beat({{{"attempt_id", attempt}, {"utilization", 0}, {"memory_used_mb", 100}}});
-  auto batch = store_->LoadIdleAttempts();
+  auto batch = LoadIdleAttempts();
   ASSERT_TRUE(batch.ok());
   ASSERT_EQ(batch->attempts.size(), 1u);
   EXPECT_EQ(batch->attempts[0].attempt_id, attempt);
@@ -161,7 +153,7 @@ TEST_F(GuardrailStoreTest, HeartbeatsKeepPeakMemoryAndIdleSinceUnknownNeverIdle)
   EXPECT_EQ(store_->GetJob(job, std::nullopt)->attempts.at(0).peak_gpu_mem_mb, 11469);
   // c. One busy sample resets it.
   Beat({{{"attempt_id", attempt}, {"utilization", 50}}});
-  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+  EXPECT_TRUE(LoadIdleAttempts()->attempts.empty());
 }
 
 TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
@@ -170,11 +162,11 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   // a. Before the window (30 min by default): nothing.
-  auto batch = *store_->LoadIdleAttempts();
+  auto batch = *LoadIdleAttempts();
   EXPECT_TRUE(policy::DecideIdle(batch).empty());
   // b. Past it: a warning and a requeue order, in database time.
   Age(attempt, 1801);
-  batch = *store_->LoadIdleAttempts();
+  batch = *LoadIdleAttempts();
   auto actions = policy::DecideIdle(batch);
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].stop, model::IdleStep::kRequeue);
@@ -183,7 +175,7 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   EXPECT_EQ(*applied, 1);
   EXPECT_EQ(*store_->ApplyIdleActions(actions), 0);  // already ordered: skipped
   EXPECT_EQ(Events(job, "idle_warning"), 1);         // and warned once only
-  EXPECT_TRUE(store_->LoadIdleAttempts()->attempts.empty());
+  EXPECT_TRUE(LoadIdleAttempts()->attempts.empty());
   // c. The worker gets a preempted stop; its report requeues the job with the reason.
   auto reply = Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   ASSERT_EQ(reply.stops.size(), 1u);
@@ -199,7 +191,7 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   Beat({{{"attempt_id", attempt}, {"utilization", 1}}});
   Age(attempt, 4000);
-  auto actions = policy::DecideIdle(*store_->LoadIdleAttempts());
+  auto actions = policy::DecideIdle(*LoadIdleAttempts());
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].stop, model::IdleStep::kStop);
   EXPECT_EQ(*store_->ApplyIdleActions(actions), 1);
@@ -210,6 +202,36 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kCancelled);
   EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 and the job never checkpointed");
+}
+
+TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
+  auto [job, attempt] = Running();
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
+  Age(attempt, 1801);
+  // a. The cycle's snapshot carries what the reclaimer needs; it orders one requeue.
+  auto snap = store_->LoadSnapshot(100);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_EQ(snap->running.size(), 1u);
+  EXPECT_FALSE(snap->running[0].stopping);
+  auto stops = engine::ReclaimIdleGpus(*store_, *snap);
+  ASSERT_TRUE(stops.ok()) << stops.status().ToString();
+  EXPECT_EQ(*stops, 1);
+  EXPECT_EQ(Events(job, "idle_warning"), 1);
+  // b. The snapshot now shows what a fresh one does: warned and stopping, so Decide
+  // does not plan around GPUs being given back.
+  auto fresh = store_->LoadSnapshot(100);
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_EQ(fresh->running.size(), 1u);
+  EXPECT_TRUE(fresh->running[0].stopping);
+  EXPECT_TRUE(fresh->running[0].idle_warned);
+  EXPECT_EQ(snap->running[0].stopping, fresh->running[0].stopping);
+  EXPECT_EQ(snap->running[0].idle_warned, fresh->running[0].idle_warned);
+  // c. Run again on either: nothing more to do.
+  EXPECT_EQ(*engine::ReclaimIdleGpus(*store_, *snap), 0);
+  EXPECT_EQ(*engine::ReclaimIdleGpus(*store_, *fresh), 0);
+  EXPECT_EQ(Events(job, "idle_warning"), 1);
 }
 
 TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {

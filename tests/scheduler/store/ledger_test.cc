@@ -5,13 +5,12 @@
 
 #include <random>
 
-#include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/cost_store.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/invariants.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
@@ -40,38 +39,20 @@ TEST(IntervalCostTest, ExactAndSplitInvariant) {
   }
 }
 
-class LedgerTest : public ::testing::Test {
+class LedgerTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    admin_ = *store_->Authenticate(Sha256Hex("admin"));
-    AddPool("od", model::CapacityKind::kOnDemand, kRate);
-    AddPool("spot", model::CapacityKind::kSpot, kRate / 4);
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, kRate)).ok());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("spot", model::CapacityKind::kSpot, kRate / 4)).ok());
     auto c = PgConn::Connect(conninfo_);
     ASSERT_TRUE(c.ok());
     conn_ = std::move(*c);
   }
 
-  void AddPool(const std::string& name, model::CapacityKind kind, Micros rate) {
-    model::Pool p;
-    p.name = name;
-    p.kind = kind;
-    p.gpu_type = "a100";
-    p.gpu_mem_gb = 80;
-    p.max_gpus = 64;
-    p.price_per_gpu_hour = rate;
-    ASSERT_TRUE(store_->UpsertPool(p).ok());
-  }
-
   Registration Register(const std::string& node, const std::string& pool) {
-    model::Node n;
-    n.name = node;
-    n.gpus = 8;
-    n.gpu_type = "a100";
-    n.gpu_mem_gb = 80;
-    auto r = store_->RegisterWorker(n, pool, Seconds(60));
+    auto r = store_->RegisterWorker(testing::A100Node(node, 8), pool, Seconds(60));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -100,10 +81,7 @@ class LedgerTest : public ::testing::Test {
     return r.ok() && r->rows() > 0 && !r->IsNull(0, 0) ? r->Int(0, 0) : -1;
   }
 
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
   std::unique_ptr<PgConn> conn_;
-  Principal admin_;
 };
 
 TEST_F(LedgerTest, FinishedAttemptIsBilledAtItsPoolsRate) {

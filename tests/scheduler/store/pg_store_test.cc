@@ -4,19 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "common/crypto.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class PgStoreTest : public ::testing::Test {
+class PgStoreTest : public testing::StoreTest {
  protected:
-  void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    admin_ = Login(*store_->Bootstrap(Sha256Hex("admin-token")), "admin-token");
-  }
-
   Principal Login(const IssuedToken&, const std::string& token) {
     auto p = store_->Authenticate(Sha256Hex(token));
     EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -40,10 +34,6 @@ class PgStoreTest : public ::testing::Test {
     r.request_sha256 = Sha256Hex(name);
     return r;
   }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
 };
 
 TEST_F(PgStoreTest, SubmitStoresEveryFieldAndAnEvent) {

@@ -9,32 +9,20 @@
 #include "scheduler/policy/quota.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class QuotaStoreTest : public ::testing::Test {
+class QuotaStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    for (auto [name, kind] : {std::pair{"od", model::CapacityKind::kOnDemand},
-                              std::pair{"spot", model::CapacityKind::kSpot}}) {
-      model::Pool p;
-      p.name = name;
-      p.kind = kind;
-      p.gpu_type = "a100";
-      p.gpu_mem_gb = 80;
-      p.max_gpus = 64;
-      p.price_per_gpu_hour = kind == model::CapacityKind::kSpot ? 1'000'000 : 3'000'000;
-      ASSERT_TRUE(store_->UpsertPool(p).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 3'000'000)).ok());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("spot", model::CapacityKind::kSpot, 1'000'000)).ok());
   }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
 };
 
 TEST_F(QuotaStoreTest, SetReplacesAndGetReadsBack) {

@@ -4,37 +4,22 @@
 
 #include <thread>
 
-#include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/pg/pg_store.h"
-#include "tests/testing/test_postgres.h"
+#include "tests/testing/store_fixture.h"
 
 namespace frugal::store {
 namespace {
 
-class WorkerStoreTest : public ::testing::Test {
+class WorkerStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
-    conninfo_ = testing::TestPostgres::Get().NewDatabase();
-    store_ = std::make_unique<PgStore>(conninfo_, 4);
-    ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
-    admin_ = *store_->Authenticate(Sha256Hex("admin"));
-    model::Pool pool;
-    pool.name = "spot";
-    pool.kind = model::CapacityKind::kSpot;
-    pool.gpu_type = "a100";
-    pool.gpu_mem_gb = 80;
-    pool.max_gpus = 64;
-    ASSERT_TRUE(store_->UpsertPool(pool).ok());
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(store_->UpsertPool(testing::A100Pool("spot", model::CapacityKind::kSpot, 0)).ok());
   }
 
   Registration Register(const std::string& name, Seconds ttl = Seconds(60)) {
-    model::Node n;
-    n.name = name;
-    n.gpus = 4;
-    n.gpu_type = "a100";
-    n.gpu_mem_gb = 80;
-    auto r = store_->RegisterWorker(n, "spot", ttl);
+    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", ttl);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -66,10 +51,6 @@ class WorkerStoreTest : public ::testing::Test {
   }
 
   model::JobState State(model::JobId id) { return store_->GetJob(id, std::nullopt)->job.state; }
-
-  std::string conninfo_;
-  std::unique_ptr<PgStore> store_;
-  Principal admin_;
 };
 
 TEST_F(WorkerStoreTest, AssignmentIsDeliveredUntilAcknowledgedThenNeverAgain) {

@@ -1,0 +1,38 @@
+#include "tests/testing/store_fixture.h"
+
+#include "common/crypto.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::testing {
+
+void StoreTest::SetUp() {
+  conninfo_ = TestPostgres::Get().NewDatabase();
+  store_ = std::make_unique<store::PgStore>(conninfo_, 4);
+  ASSERT_TRUE(store_->Bootstrap(Sha256Hex("admin")).ok());
+  auto admin = store_->Authenticate(Sha256Hex("admin"));
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  admin_ = *admin;
+}
+
+model::Pool A100Pool(const std::string& name, model::CapacityKind kind, Micros price,
+                     int max_gpus) {
+  model::Pool p;
+  p.name = name;
+  p.kind = kind;
+  p.gpu_type = "a100";
+  p.gpu_mem_gb = 80;
+  p.max_gpus = max_gpus;
+  p.price_per_gpu_hour = price;
+  return p;
+}
+
+model::Node A100Node(const std::string& name, int gpus) {
+  model::Node n;
+  n.name = name;
+  n.gpus = gpus;
+  n.gpu_type = "a100";
+  n.gpu_mem_gb = 80;
+  return n;
+}
+
+}  // namespace frugal::testing
