@@ -52,6 +52,12 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
     }
     if (r.policy == kOnDemandName) {
       EXPECT_NEAR(r.norm, 1.0, 1e-9);
+      EXPECT_EQ(r.spot_hours, 0);
+    }
+    if (r.policy != kOptimumName) {
+      // Billed hours: the work, the first changeover and every reclaim's rework at least.
+      EXPECT_GE(r.spot_hours + r.od_hours, spec.work_hours + r.d_hours + r.lost_hours - 1e-6);
+      EXPECT_GE(r.launches, r.reclaims + 1);
     }
   }
 }
