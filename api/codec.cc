@@ -248,6 +248,7 @@ json EncodeJobDetail(const store::JobDetail& d) {
                         {"started_at", FormatRfc3339(a.started_at)},
                         {"ended_at", a.ended_at ? json(FormatRfc3339(*a.ended_at)) : json(nullptr)},
                         {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+                        {"stop_kind", a.stop_kind.empty() ? json(nullptr) : json(a.stop_kind)},
                         {"exit_code", a.exit_code ? json(*a.exit_code) : json(nullptr)},
                         {"peak_gpu_mem_mb",
                          a.peak_gpu_mem_mb ? json(*a.peak_gpu_mem_mb) : json(nullptr)}});

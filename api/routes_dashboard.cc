@@ -86,6 +86,7 @@ StatusOr<Reply> Timeline(Context& ctx, const httplib::Request& req, const store:
                         {"started_at", FormatRfc3339(a.started_at)},
                         {"ended_at", OptTime(a.ended_at)},
                         {"end_reason", a.end_reason.empty() ? json(nullptr) : json(a.end_reason)},
+                        {"stop_kind", a.stop_kind.empty() ? json(nullptr) : json(a.stop_kind)},
                         {"cost", Money(a.cost)},
                         {"cost_micros", a.cost},
                         {"lost", Money(a.lost)},

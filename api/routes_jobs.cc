@@ -3,12 +3,27 @@
 
 #include "api/routes.h"
 #include "common/crypto.h"
+#include "common/money.h"
 
 namespace frugal::api {
 
 namespace {
 
 StatusOr<model::JobId> ParseJobId(const std::string& text) { return ParseId(text, "id"); }
+
+// A job of the list with its timeline in short (null pool and zero money before its first
+// attempt); the same names and figures as GET /v1/jobs/{id}/timeline's totals.
+json EncodeJobListItem(const model::Job& job, const store::JobSummary* summary) {
+  const store::JobSummary none;
+  const auto& s = summary ? *summary : none;
+  json out = EncodeJob(job);
+  out["pool"] = summary ? json(s.pool) : json(nullptr);
+  out["cost"] = FormatDollars(s.cost, true);
+  out["cost_micros"] = s.cost;
+  out["wasted"] = FormatDollars(s.lost, true);
+  out["wasted_micros"] = s.lost;
+  return out;
+}
 
 // Query strings and headers are raw bytes; PostgreSQL text and jsonb take only UTF-8
 // without NUL. nlohmann's strict encoder is the UTF-8 check the store's JSON would apply.
@@ -147,8 +162,15 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
                                                    -> StatusOr<Reply> {
           ASSIGN_OR_RETURN(auto filter, ParseFilter(req, *who));
           ASSIGN_OR_RETURN(auto page, ctx.store.ListJobs(filter));
+          std::vector<model::JobId> ids;
+          for (const auto& j : page.jobs) ids.push_back(j.id);
+          // Pool and cost per row in one query, not one timeline request per row.
+          ASSIGN_OR_RETURN(auto summaries, ctx.store.JobSummaries(ids));
           json jobs = json::array();
-          for (const auto& j : page.jobs) jobs.push_back(EncodeJob(j));
+          for (const auto& j : page.jobs) {
+            auto it = summaries.find(j.id);
+            jobs.push_back(EncodeJobListItem(j, it == summaries.end() ? nullptr : &it->second));
+          }
           json body = {{"jobs", jobs},
                        {"next_cursor", page.next_cursor ? json(std::to_string(*page.next_cursor))
                                                         : json(nullptr)}};

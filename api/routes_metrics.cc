@@ -41,10 +41,17 @@ void AddAttemptFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
   auto& preempted = r.Counter("frugal_preemptions_total",
                               "Attempts preempted, by pool and cause: node (the node was "
                               "reclaimed or shut down), priority, migrate_off_spot, "
-                              "migrate_to_spot.",
+                              "migrate_to_spot, idle_reclaim (requeued by the idle-GPU "
+                              "guardrail).",
                               {"pool", "cause"});
   for (const auto& c : m.preempted)
     preempted.Inc({c.pool, c.reason}, static_cast<double>(c.attempts));
+  auto& idle = r.Counter("frugal_idle_stops_total",
+                         "Attempts the idle-GPU guardrail ordered stopped, by pool and action: "
+                         "requeue (resumes from its checkpoint) or stop (it never "
+                         "checkpointed; the job ends cancelled).",
+                         {"pool", "action"});
+  for (const auto& c : m.idle_stops) idle.Inc({c.pool, c.reason}, static_cast<double>(c.attempts));
 }
 
 void AddPoolFamilies(metrics::Registry& r, const store::StoreMetrics& m) {

@@ -100,9 +100,12 @@ std::string RenderAttempts(const json& attempts) {
   Table t({"#", "NODE", "POOL", "GPUS", "STARTED", "ENDED", "END REASON", "EXIT"});
   if (attempts.is_array()) {
     for (const auto& a : attempts) {
+      // The stop order behind an ending, e.g. "preempted (idle_reclaim)".
+      std::string end = Text(a, "end_reason");
+      if (!end.empty() && !Text(a, "stop_kind").empty()) end += " (" + Text(a, "stop_kind") + ")";
       t.AddRow({Text(a, "number"), Text(a, "node"), Text(a, "pool"), Text(a, "gpus"),
-                OrDash(Text(a, "started_at")), OrDash(Text(a, "ended_at")),
-                OrDash(Text(a, "end_reason")), OrDash(Text(a, "exit_code"))});
+                OrDash(Text(a, "started_at")), OrDash(Text(a, "ended_at")), OrDash(end),
+                OrDash(Text(a, "exit_code"))});
     }
   }
   return t.empty() ? "(none)\n" : t.Render();

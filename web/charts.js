@@ -84,10 +84,12 @@ const Charts = (() => {
       g.append(svg('rect', { x: x(s), y: y0 + 5, width: Math.max(2, x(e) - x(s)), height: rowH - 10,
         rx: 3, fill: kKindColour[a.capacity_kind] || '#999',
         opacity: a.ended_at ? 1 : 0.6 },
-        title(`attempt ${a.number} on ${a.pool}: ${a.end_reason || 'running'}, ${Frugal.money(a.cost_micros)}`)));
-      if (a.end_reason === 'preempted' || a.end_reason === 'node_lost')
+        title(`attempt ${a.number} on ${a.pool}: ${a.end_reason || 'running'}${a.stop_kind ? ` (${a.stop_kind})` : ''}, ${Frugal.money(a.cost_micros)}`)));
+      // Interruptions, including the idle-GPU guardrail's stops (stop_kind idle_reclaim).
+      if (a.end_reason === 'preempted' || a.end_reason === 'node_lost' ||
+          (a.ended_at && a.stop_kind === 'idle_reclaim'))
         g.append(svg('rect', { x: x(e) - 3, y: y0 + 2, width: 4, height: rowH - 4, fill: '#b3261e' },
-          title(`${a.end_reason} at ${Frugal.time(a.ended_at)}`)));
+          title(`${a.end_reason}${a.stop_kind ? ` (${a.stop_kind})` : ''} at ${Frugal.time(a.ended_at)}`)));
       for (const c of t.checkpoints.filter((c) => c.attempt_id === a.id)) {
         const cx = x(Date.parse(c.created_at));
         g.append(svg('line', { x1: cx, x2: cx, y1: y0 + 3, y2: y0 + rowH - 3, stroke: '#1d2430',

@@ -6,30 +6,18 @@
   const { el, money, table, card, absent, kpi, state } = Frugal;
   const kStates = ['', 'pending', 'held', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out'];
 
-  // Pool and cost per job come from its timeline (one small request per job on the page).
-  async function withPlacement(jobs) {
-    return Promise.all(jobs.map(async (j) => {
-      if (!j.attempts) return { job: j, pool: null, cost: 0 };
-      try {
-        const t = await Frugal.api(`/v1/jobs/${j.id}/timeline`);
-        const last = t.attempts[t.attempts.length - 1];
-        return { job: j, pool: last ? last.pool : null, cost: t.cost_micros };
-      } catch (e) {
-        return { job: j, pool: null, cost: null };
-      }
-    }));
-  }
-
-  function row(x) {
-    const j = x.job;
+  // Pool and cost so far come with each job of the list (GET /v1/jobs sums its timeline in
+  // the same request), so a page of 50 jobs is one request, not one more per row.
+  function row(j) {
     return el('tr', { 'data-job': j.id },
       el('td', { class: 'num' }, el('a', { href: `#/jobs/${j.id}` }, j.id)),
       el('td', {}, j.name || el('span', { class: 'muted' }, '(no name)')),
       el('td', {}, state(j.state)),
       el('td', {}, j.team), el('td', {}, j.user), el('td', {}, j.priority),
       el('td', { class: 'num' }, `${j.gpus} GPU${j.gpus === 1 ? '' : 's'}`),
-      el('td', {}, x.pool || '–'),
-      el('td', { class: 'num' }, x.cost === null ? '–' : money(x.cost)),
+      el('td', { 'data-testid': 'job-pool' }, j.pool || '–'),
+      el('td', { class: 'num', 'data-testid': 'job-row-cost', 'data-micros': j.cost_micros },
+        money(j.cost_micros)),
       el('td', {}, Frugal.time(j.created_at)),
       el('td', { class: 'reason' }, j.state === 'pending' || j.state === 'held' ? j.reason || '' : ''));
   }
@@ -39,7 +27,7 @@
     if (params.get('state')) q.set('state', params.get('state'));
     if (params.get('cursor')) q.set('cursor', params.get('cursor'));
     const page = await Frugal.api(`/v1/jobs?${q}`);
-    const rows = await withPlacement(page.jobs);
+    const rows = page.jobs;
     const search = el('input', { type: 'search', placeholder: 'Search id, name, team, user, pool, reason',
       'data-testid': 'job-search', value: params.get('q') || '' });
     const stateSel = el('select', { 'data-testid': 'job-state' },
@@ -47,8 +35,8 @@
     const body = el('tbody', {});
     const apply = () => {
       const needle = search.value.trim().toLowerCase();
-      body.replaceChildren(...rows.filter((x) => !needle || [x.job.id, x.job.name, x.job.team,
-        x.job.user, x.pool, x.job.reason, x.job.state].join(' ').toLowerCase().includes(needle)).map(row));
+      body.replaceChildren(...rows.filter((j) => !needle || [j.id, j.name, j.team, j.user, j.pool,
+        j.reason, j.state].join(' ').toLowerCase().includes(needle)).map(row));
     };
     search.addEventListener('input', apply);
     stateSel.addEventListener('change', () => {

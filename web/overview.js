@@ -71,15 +71,18 @@
         el('td', { class: 'num' }, money(d ? d.spend_micros : 0)),
         el('td', { class: 'num' }, money(m ? m.spend_micros : 0)),
         el('td', { class: 'num' }, b ? `${money(b.limit)} ${b.period}${b.hard ? ' (hard)' : ''}` : '–'),
-        el('td', { style: 'width:25%' }, b ? Charts.splitBar([{ value: spent,
-          colour: spent > b.limit ? 'var(--bad)' : 'var(--useful)',
-          label: `${money(spent)} of ${money(b.limit)}` }], b.limit) : ''),
-        el('td', { class: 'num' }, b ? `${((100 * spent) / Math.max(1, b.limit)).toFixed(0)} %` : ''));
+        // Bar and percentage share one cell that takes the width left over (style.css), so
+        // the column shrinks with the card instead of pushing past it at 1280 px.
+        el('td', { class: 'budget-used', 'data-testid': 'budget-used' }, b ? el('div', { class: 'used' },
+          Charts.splitBar([{ value: spent, colour: spent > b.limit ? 'var(--bad)' : 'var(--useful)',
+            label: `${money(spent)} of ${money(b.limit)}` }], b.limit),
+          el('span', { class: 'pct' }, `${((100 * spent) / Math.max(1, b.limit)).toFixed(0)} %`)) : ''));
     });
     return card('Spend per team (UTC)',
-      rows.length ? table(['team', 'today ', 'this month ', 'budget ', 'budget used (incl. committed)', ' '], rows, { 'data-testid': 'spend' })
+      rows.length ? table(['team', 'today ', 'this month ', 'budget ', 'budget used'], rows, { 'data-testid': 'spend' })
         : absent('No spend yet.'),
-      anyBudget ? null : absent('No team budgets: this scheduler has no budget route, or no team has a budget.'));
+      anyBudget ? el('p', { class: 'note' }, 'Budget used counts what running paid attempts are expected to cost still, as admission does.')
+        : absent('No team budgets: this scheduler has no budget route, or no team has a budget.'));
   }
 
   function queueCard(queue) {

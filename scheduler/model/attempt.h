@@ -25,6 +25,9 @@ struct Attempt {
   Timestamp started_at{};
   std::optional<Timestamp> ended_at;
   std::string end_reason;  // empty while active; succeeded|failed|preempted|node_lost|...
+  // The stop order it was given, empty for none: priority_preemption, migrate_off_spot,
+  // migrate_to_spot (the scheduler's) or idle_reclaim (the idle-GPU guardrail's).
+  std::string stop_kind;
   std::optional<int> exit_code;
   // Peak GPU memory of the attempt's busiest GPU, MiB, from heartbeats (unknown without
   // nvidia-smi): the input of right-sizing advice.

@@ -140,6 +140,10 @@ struct NodeRequest {
   PoolId pool_id = 0;
   int gpus = 0;
   std::string reason;
+  // The waiting jobs the GPUs are for, in plan order, so admission limits (hard budgets) can
+  // shrink the request by the jobs they hold. Empty when the policy does not say; the budget
+  // guard then judges the request by the jobs that could use the pool (decision 0016).
+  std::vector<JobId> job_ids{};
 };
 
 // Give an idle node back to its provider.

@@ -42,6 +42,11 @@ Micros ExpectedCost(const model::PendingJob& job, const model::Pool& pool,
 // Drops assignments to paid pools that would take a team over its hard budget (in plan
 // order, a gang's parts together) and leaves those jobs waiting with the budget as the
 // reason; a waiting job whose team cannot afford any paid pool it fits says so too.
+// Then node requests for paid pools: each job a request names is charged like an admitted
+// one, and a job the budget refuses comes off the request (its GPUs too; a request left
+// with none is dropped) and waits with the budget as its reason, so no paid node starts for
+// a job that could not use it. A request naming no jobs is dropped when every ready,
+// unplaced job that could use its pool is held there (decision 0016).
 // Fills in Assignment::expected_cost where a policy left it 0, so it is recorded.
 void EnforceBudgets(const model::Snapshot& snapshot, model::Plan& plan,
                     const PolicyConfig& config = {});

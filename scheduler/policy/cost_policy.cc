@@ -135,7 +135,8 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
     // GPUs already asked for and still starting count towards these jobs.
     int need = g.first - std::max(0, pool.requested_gpus);
     if (need > 0)
-      plan.node_requests.push_back({pool.id, need, RequestReason(g.second, need, pool)});
+      plan.node_requests.push_back(
+          {pool.id, need, RequestReason(g.second, need, pool), g.second});
   }
   // After placement, so a move back to spot only takes room no pending job wanted.
   MigrateToSpot(s, cap, config_, plan);

@@ -1,7 +1,8 @@
 // Read-only views the web dashboard needs beyond the job and cost routes: recent
 // interruptions (preemptions and lost nodes) with the attempt that recovered each, and a
-// job's timeline (attempts with their pool and cost, and every checkpoint). Plain values,
-// filled by JobStore::RecentInterruptions and JobStore::JobTimeline.
+// job's timeline (attempts with their pool and cost, and every checkpoint), and the same
+// job's totals in short for a page of the jobs list. Plain values, filled by
+// JobStore::RecentInterruptions, JobStore::JobTimeline and JobStore::JobSummaries.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,15 @@
 
 namespace frugal::store {
 
-// An attempt that ended `preempted` or `node_lost`, and the job's next attempt (if any).
+// An attempt that ended `preempted` or `node_lost`, or that the idle guardrail stopped
+// (`cancelled`: the job never checkpointed), and the job's next attempt (if any).
 struct Interruption {
   model::JobId job = 0;
   std::string job_name, team;
   int attempt = 0;  // the attempt's number within its job
-  std::string pool, node, reason;  // reason: preempted | node_lost
-  std::string cause;               // node, priority or migrate_off_spot (as /metrics)
+  std::string pool, node, reason;  // reason: preempted | node_lost | cancelled
+  // node, priority, migrate_off_spot, migrate_to_spot or idle_reclaim (as /metrics)
+  std::string cause;
   Timestamp ended_at{};
   Micros lost = 0;  // work since the last checkpoint, priced (the ledger's lost_work)
   // The recovery: the job's next attempt, empty while it waits.
@@ -41,6 +44,7 @@ struct TimelineAttempt {
   std::string end_reason;             // empty while running
   Micros cost = 0;                    // priced up to now while running
   Micros lost = 0;
+  std::string stop_kind;  // the stop order it was given (model::Attempt::stop_kind), or empty
 };
 
 struct TimelineCheckpoint {
@@ -55,6 +59,14 @@ struct JobTimeline {
   Timestamp now{};  // the database's clock, the right edge of a running attempt
   std::vector<TimelineAttempt> attempts;        // by number
   std::vector<TimelineCheckpoint> checkpoints;  // by time
+};
+
+// A job's timeline in short, for GET /v1/jobs: its latest attempt's pool and the sums of
+// its attempts' cost and lost work, computed exactly as JobTimeline's attempts.
+struct JobSummary {
+  std::string pool;  // the latest attempt's pool
+  Micros cost = 0;   // running attempts priced up to now
+  Micros lost = 0;
 };
 
 }  // namespace frugal::store

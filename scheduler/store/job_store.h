@@ -277,6 +277,11 @@ class JobStore {
   // A job's attempts (pool, node, cost) and checkpoints. NotFound as GetJob.
   virtual StatusOr<store::JobTimeline> JobTimeline(model::JobId id,
                                                    std::optional<model::TeamId> visible_team) = 0;
+  // The timeline in short of each of `ids` that has an attempt (jobs without one are
+  // absent), in one query: the jobs list shows a page's pools and costs without one
+  // timeline per row. No visibility check: pass ids the caller may see (a ListJobs page).
+  virtual StatusOr<std::map<model::JobId, JobSummary>> JobSummaries(
+      const std::vector<model::JobId>& ids) = 0;
 
   // --- guardrails (migrations/0012_add_guardrails.sql, scheduler/model/guardrails.h) ---
   virtual StatusOr<model::GuardrailSettings> GetGuardrails() = 0;

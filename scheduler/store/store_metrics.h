@@ -23,9 +23,11 @@ struct StoreMetrics {
     std::string team, state;  // state empty for submissions
     std::int64_t jobs = 0;
   };
-  // Attempts by pool (the pool they were billed to): started, ended by end_reason, and
-  // preempted by cause: "priority", "migrate_off_spot" (the scheduler's own stops) or "node"
-  // (the node was reclaimed or shut down under the attempt).
+  // Attempts by pool (the pool they were billed to): started, ended by end_reason,
+  // preempted by cause: "priority", "migrate_off_spot", "migrate_to_spot" (the scheduler's
+  // own stops), "idle_reclaim" (the idle guardrail's requeue) or "node" (the node was
+  // reclaimed or shut down under the attempt), and the idle guardrail's stop orders by
+  // action: "requeue" (it had a checkpoint) or "stop" (it had none; ends cancelled).
   struct AttemptCount {
     std::string pool, reason;  // reason empty for starts
     std::int64_t attempts = 0;
@@ -52,6 +54,7 @@ struct StoreMetrics {
   std::vector<AttemptCount> started;
   std::vector<AttemptCount> ended;
   std::vector<AttemptCount> preempted;
+  std::vector<AttemptCount> idle_stops;  // reason: the action
   std::vector<PoolUse> pools;
   std::vector<Spend> spend;
 };

@@ -111,6 +111,7 @@ TEST_F(MetricsE2eTest, ParsesStrictlyWithEveryFamilyTyped) {
       {"frugal_attempts_started_total", "counter"},
       {"frugal_attempts_ended_total", "counter"},
       {"frugal_preemptions_total", "counter"},
+      {"frugal_idle_stops_total", "counter"},
       {"frugal_pool_max_gpus", "gauge"},
       {"frugal_pool_allocated_gpus", "gauge"},
       {"frugal_pool_busy_gpus", "gauge"},

@@ -4,7 +4,9 @@
 //   a. sign in with a token in the page;
 //   b. a job submitted with the CLI appears in the Jobs table; follow it to its job page;
 //   c. a spot interruption notice moves it: the Overview lists the preemption and its
-//      recovery, the job page shows both attempts and its checkpoints;
+//      recovery, the job page shows both attempts and its checkpoints; the Jobs table shows
+//      every row's pool and cost with one list request (no timeline per row), and at
+//      1280x800 the Overview's budget column fits its card;
 //   d. the Cost page's totals equal `frugal cost -o json`'s, to the micro-dollar; the Admin
 //      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing;
 //   e. no page threw a script error. Screenshots of every page go to FRUGAL_ARTIFACTS.
@@ -27,6 +29,7 @@ const CLI = env('FRUGAL_CLI_BIN');
 const SOURCE = env('FRUGAL_SOURCE_DIR');
 const ARTIFACTS = env('FRUGAL_ARTIFACTS');
 const kLimitMs = 90_000;  // how long to wait for any one condition before failing
+const kViewport = { width: 1280, height: 800 };  // issue 7: usable at 1280 px
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'frugal-browser-'));
 fs.chmodSync(home, 0o755);
@@ -111,9 +114,14 @@ try {
 
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox'], headless: true });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await browser.newPage({ viewport: kViewport });
   const scriptErrors = [];
   page.on('pageerror', (e) => scriptErrors.push(e.message));
+  let apiCalls = [];  // paths of the API requests since the last reset
+  page.on('request', (r) => {
+    const p = new URL(r.url()).pathname;
+    if (p.startsWith('/v1/')) apiCalls.push(p);
+  });
   const shot = async (name) => {
     const file = path.join(ARTIFACTS, `${name}.png`);
     await page.screenshot({ path: file, fullPage: true });
@@ -151,7 +159,6 @@ try {
   assert.equal(await page.locator(`tr[data-job="${id}"]`).count(), 0, 'search hides non-matching jobs');
   await page.fill('[data-testid=job-search]', 'browser-train');
   assert.equal(await page.locator(`tr[data-job="${id}"]`).count(), 1, 'search keeps matching jobs');
-  await shot('jobs');
   await page.click(`tr[data-job="${id}"] a`);
   await page.waitForSelector('[data-testid=job-title]', { timeout: kLimitMs });
   assert.match(await page.textContent('[data-testid=job-title]'), new RegExp(`Job ${id} browser-train`));
@@ -176,12 +183,60 @@ try {
   assert.equal(await page.textContent('[data-testid=job-cost]'), money(jobRow.spend_micros));
   await shot('job');
 
+  // The Jobs table: pool and cost so far for every row from the one list request. Two more
+  // jobs that run, so the page has several rows with attempts: a page asking each row's
+  // timeline would make three timeline requests here.
+  const quick = [1, 2].map((n) => JSON.parse(cli(alice, ['submit', '--name', `browser-quick-${n}`,
+    '--gpus', '1', '--output', 'json', '--', 'true'])).id);
+  for (const q of quick) {
+    await waitFor(`job ${q} to succeed`, () =>
+      JSON.parse(cli(alice, ['status', String(q), '--output', 'json'])).state === 'succeeded');
+  }
+  apiCalls = [];
+  await open('#/jobs', '[data-testid=jobs-table]');
+  const listed = await page.locator('[data-testid=jobs-table] tbody tr').count();
+  assert.ok(listed >= 3, `the Jobs table lists ${listed} jobs`);
+  const timelineCalls = apiCalls.filter((p) => /^\/v1\/jobs\/\d+\/timeline$/.test(p));
+  assert.equal(timelineCalls.length, 0,
+    `the Jobs page asked for ${timelineCalls.length} timelines for ${listed} rows: ${timelineCalls}`);
+  assert.deepEqual(apiCalls, ['/v1/whoami', '/v1/jobs'], 'one list request for the whole page');
+  for (const j of [id, ...quick]) {
+    const t = await api(`/v1/jobs/${j}/timeline`);
+    const r = page.locator(`tr[data-job="${j}"]`);
+    assert.equal(await r.locator('[data-testid=job-row-cost]').getAttribute('data-micros'),
+      String(t.cost_micros), `job ${j}'s cost in the table is its timeline's`);
+    assert.ok(t.attempts.length >= 1, `job ${j} ran`);
+    assert.equal(await r.locator('[data-testid=job-pool]').textContent(),
+      t.attempts[t.attempts.length - 1].pool, `job ${j}'s pool in the table is its latest attempt's`);
+  }
+  await shot('jobs');
+
   await open('#/overview', '[data-testid=interruptions]');
   const preempted = page.locator('[data-testid=interruptions] tbody tr', { hasText: 'browser-train' });
   assert.ok(await preempted.count() >= 1, 'the Overview lists the preemption');
   assert.match(await preempted.first().textContent(), /preempted/);
   assert.match(await preempted.first().textContent(), /#2 on a100-/);
   assert.match(await page.textContent('[data-testid=spend] tbody tr'), /vision.*\$100\.00 monthly/);
+  // At 1280x800 the "budget used" column (header, bar and percentage) is whole on screen
+  // and inside its card, and the card does not scroll sideways (it did: issue 7's gap).
+  const spendCard = page.locator('.card', { has: page.locator('[data-testid=spend]') });
+  assert.equal(await spendCard.evaluate((c) => c.scrollWidth - c.clientWidth), 0,
+    'the Spend card overflows sideways at 1280 px');
+  const usedParts = [page.locator('[data-testid=spend] th', { hasText: 'budget used' }),
+    ...await page.locator('[data-testid=spend] td[data-testid=budget-used]').all(),
+    ...await page.locator('[data-testid=spend] td[data-testid=budget-used] .pct').all()];
+  assert.ok(usedParts.length >= 3, 'the budget column has a header, a cell and a percentage');
+  for (const part of usedParts) {
+    await part.scrollIntoViewIfNeeded();
+    const b = await part.boundingBox();
+    const c = await spendCard.boundingBox();
+    const what = `"${(await part.textContent()).trim()}" at x ${b.x}..${b.x + b.width}, y ${b.y}..${b.y + b.height}`;
+    assert.ok(b.width > 0 && b.height > 0, `${what} is empty`);
+    assert.ok(b.x >= 0 && b.y >= 0 && b.x + b.width <= kViewport.width && b.y + b.height <= kViewport.height,
+      `${what} is not fully inside the ${kViewport.width}x${kViewport.height} viewport`);
+    assert.ok(b.x >= c.x && b.x + b.width <= c.x + c.width,
+      `${what} is not inside its card (x ${c.x}..${c.x + c.width})`);
+  }
   await shot('overview');
 
   // d. The Cost page's totals are `frugal cost`'s.

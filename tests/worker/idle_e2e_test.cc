@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include "tests/api/prom_text.h"
 #include "tests/testing/invariants.h"
 #include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
@@ -132,7 +133,18 @@ TEST_F(IdleE2eTest, RequeuePolicyRequeuesTheCheckpointedJobWithTheReason) {
       << Job(job).dump(2) << worker_->process().Stderr();
   json j = Job(job);
   EXPECT_EQ(j["attempt_history"][0]["end_reason"], "preempted") << j.dump(2);
+  EXPECT_EQ(j["attempt_history"][0]["stop_kind"], "idle_reclaim") << j.dump(2);
   EXPECT_GE(Events(j, "idle_warning"), 1);
+  // The idle stop shows as one in /metrics, not as a preemption by the node (the job may
+  // have been requeued again since: it idles on).
+  const auto scrape = sched_->Call("GET", "/metrics", admin_);
+  auto m = ParsePromText(scrape.raw);
+  ASSERT_TRUE(m.ok()) << m.status().ToString() << scrape.raw;
+  EXPECT_GE(m->Sum("frugal_preemptions_total", {{"pool", "a100-od"}, {"cause", "idle_reclaim"}}), 1)
+      << scrape.raw;
+  EXPECT_EQ(m->Sum("frugal_preemptions_total", {{"cause", "node"}}), 0) << scrape.raw;
+  EXPECT_GE(m->Sum("frugal_idle_stops_total", {{"pool", "a100-od"}, {"action", "requeue"}}), 1)
+      << scrape.raw;
   bool requeued = false;
   for (const auto& e : j["events"]) {
     if (e["to"] == "pending" &&

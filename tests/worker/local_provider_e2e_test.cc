@@ -1,6 +1,7 @@
 // The local provider end to end: frugal-scheduler starts its own frugal-worker processes
 // from `local_workers` in its config and plays the cloud for spot pools, with interruptions
-// replayed from a trace or drawn at a rate. Real scheduler, workers and examples/train.sh.
+// replayed from a trace or drawn at a rate; no paid node for a job a hard budget holds.
+// Real scheduler, workers and examples/train.sh.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -142,6 +143,50 @@ TEST_F(LocalProviderE2eTest, ElasticPoolGrowsOnDemandAndReleasesIdleNodes) {
   EXPECT_TRUE(WaitFor([&] {
     return sched_->process().Stderr().find("local_node_released") != std::string::npos;
   }, std::chrono::seconds(30))) << sched_->process().Stderr();
+  ExpectInvariants();
+}
+
+TEST_F(LocalProviderE2eTest, NoPaidNodeStartsForAJobTheHardBudgetHolds) {
+  // An elastic on-demand pool with no node at $2.00/GPU-hour and a $3.00 hard budget: each
+  // 1-hour job expects $2.00, so each fits alone but not both (decision 0016).
+  Start("local_workers:\n"
+        "  - {pool: burst, nodes: 0, max_nodes: 2, restart_delay: 1s}\n");
+  ASSERT_TRUE(CreatePool(*sched_, PoolBody("burst", "on_demand", "2.00", 2)));
+  auto budget = sched_->Call("POST", "/v1/admin/teams/vision/budget", sched_->admin_token(),
+                             R"({"period":"monthly","limit":"3","alert_at_pct":[90],"hard":true})");
+  ASSERT_EQ(budget.status, 200) << budget.raw;
+  for (int i = 0; i < 2; ++i) {
+    auto r = sched_->Call("POST", "/v1/jobs", user_,
+                          json{{"command", {"sleep", "600"}}, {"estimate_seconds", 3600}}.dump());
+    ASSERT_EQ(r.status, 201) << r.raw;
+    acknowledged_.push_back(r.body["id"].get<std::int64_t>());
+  }
+  // a. One job runs on the one node started for it; the other waits on the budget.
+  auto running = [&](std::int64_t id) { return Job(id)["state"] == "running"; };
+  auto held = [&](std::int64_t id) {
+    const json j = Job(id);
+    return j["state"] == "pending" && j["reason"].is_string() &&
+           j["reason"].get<std::string>().find("over budget") != std::string::npos;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    const auto a = acknowledged_[0], b = acknowledged_[1];
+    return (running(a) && held(b)) || (running(b) && held(a));
+  }, std::chrono::seconds(60))) << Job(acknowledged_[0]).dump(2) << Job(acknowledged_[1]).dump(2)
+                                << sched_->process().Stderr();
+  // b. Only one node was ever asked for: none for the held job (it could not have used it).
+  const std::string log = sched_->process().Stderr();
+  int requests = 0;
+  for (size_t at = log.find("local_node_requested"); at != std::string::npos;
+       at = log.find("local_node_requested", at + 1))
+    ++requests;
+  EXPECT_EQ(requests, 1) << log;
+  EXPECT_FALSE(NodeDirExists("burst-2"));
+  for (auto id : acknowledged_) {
+    EXPECT_EQ(sched_->Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", user_).status,
+              200);
+    EXPECT_TRUE(WaitFor([&] { return Job(id)["state"] == "cancelled"; }, std::chrono::seconds(60)))
+        << Job(id).dump(2);
+  }
   ExpectInvariants();
 }
 

@@ -74,6 +74,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
                                                          int limit) override;  // pg_store_dashboard.cc
   StatusOr<store::JobTimeline> JobTimeline(model::JobId id,
                                            std::optional<model::TeamId> visible_team) override;
+  StatusOr<std::map<model::JobId, JobSummary>> JobSummaries(
+      const std::vector<model::JobId>& ids) override;
 
   StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
                                         Seconds lease_ttl) override;
@@ -111,6 +113,13 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
 namespace pg {
 // SQL expression: a timestamptz column as integer microseconds since the epoch.
 #define FRUGAL_US(col) "(extract(epoch from " col ") * 1000000)::bigint"
+// SQL expression: the stop kind of attempt alias `a` as users see it (text, NULL for none):
+// the scheduler's own stop orders (attempts.stop_kind) or 'idle_reclaim' for the idle
+// guardrail's (attempts.idle_stopped_at: a column of its own, since stop_kind's CHECK
+// requires stop_reason 'preempted' and an idle stop may be 'cancelled'; decision 0012).
+#define FRUGAL_STOP_KIND(a)                                      \
+  "coalesce(" a ".stop_kind, CASE WHEN " a ".idle_stopped_at IS NOT NULL" \
+  " THEN 'idle_reclaim' END)"
 Timestamp FromMicros(std::int64_t us);
 std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);

@@ -1,18 +1,19 @@
-// The dashboard's read-only views (dashboard_views.h): recent interruptions and a job's
-// timeline. Money is the ledger's F (frugal_cost_micros), so an attempt's cost here is the
-// amount the cost report counts for it.
+// The dashboard's read-only views (dashboard_views.h): recent interruptions, a job's
+// timeline and the jobs list's summaries of it. Money is the ledger's F
+// (frugal_cost_micros), so an attempt's cost here is the amount the cost report counts.
 #include "scheduler/store/pg/pg_store.h"
 
 namespace frugal::store {
 
 namespace {
 
-// $1 team filter (bigint or NULL), $2 limit. The next attempt of the same job is the
-// recovery; lost work comes from the ledger (billed attempts only, which is all ended ones
-// after the next cycle).
+// $1 team filter (bigint or NULL), $2 limit. Preemptions, lost nodes and the idle
+// guardrail's stops of jobs that never checkpointed (ended cancelled). The next attempt of
+// the same job is the recovery; lost work comes from the ledger (billed attempts only,
+// which is all ended ones after the next cycle).
 constexpr const char* kInterruptions =
     "SELECT a.job_id, j.name, t.name, a.number, p.name, n.name, a.end_reason,"
-    " coalesce(a.stop_kind, ''), " FRUGAL_US("a.ended_at") ","
+    " coalesce(" FRUGAL_STOP_KIND("a") ", ''), " FRUGAL_US("a.ended_at") ","
     " coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id"
     "   AND l.kind = 'lost_work'), 0)::bigint,"
     " b.number, bp.name, " FRUGAL_US("b.started_at")
@@ -20,22 +21,39 @@ constexpr const char* kInterruptions =
     " JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
     " LEFT JOIN attempts b ON b.job_id = a.job_id AND b.number = a.number + 1"
     " LEFT JOIN nodes bn ON bn.id = b.node_id LEFT JOIN pools bp ON bp.id = bn.pool_id"
-    " WHERE a.end_reason IN ('preempted', 'node_lost')"
+    " WHERE (a.end_reason IN ('preempted', 'node_lost')"
+    "   OR (a.end_reason = 'cancelled' AND a.idle_stopped_at IS NOT NULL))"
     " AND ($1::bigint IS NULL OR j.team_id = $1::bigint)"
     " ORDER BY a.ended_at DESC, a.id DESC LIMIT $2::int";
 
-// $1 job id. Running attempts are priced up to now, as the cost report does.
+// An attempt's cost and lost work (attempts a joined with its pool p), shared by the
+// timeline and the jobs list's summaries so the two can never disagree. Running (and not
+// yet billed) attempts are priced up to now, as the cost report does.
+#define FRUGAL_ATTEMPT_COST                                                                  \
+  "CASE WHEN a.billed THEN coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l"       \
+  "   WHERE l.attempt_id = a.id AND l.kind = 'usage'), 0)"                                    \
+  " ELSE frugal_cost_micros(a.gpus, p.price_micros_per_gpu_hour, a.started_at, a.started_at," \
+  "   greatest(a.started_at, coalesce(a.ended_at, now()))) END"
+#define FRUGAL_ATTEMPT_LOST                                                          \
+  "coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id" \
+  "   AND l.kind = 'lost_work'), 0)"
+
+// $1 job id.
 constexpr const char* kTimelineAttempts =
     "SELECT a.id, a.number, p.name, p.capacity_kind, n.name, a.gpus, " FRUGAL_US("a.started_at")
     ", " FRUGAL_US("a.ended_at") ", coalesce(a.end_reason, ''),"
-    " CASE WHEN a.billed THEN coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l"
-    "   WHERE l.attempt_id = a.id AND l.kind = 'usage'), 0)"
-    " ELSE frugal_cost_micros(a.gpus, p.price_micros_per_gpu_hour, a.started_at, a.started_at,"
-    "   greatest(a.started_at, coalesce(a.ended_at, now()))) END::bigint,"
-    " coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id"
-    "   AND l.kind = 'lost_work'), 0)::bigint"
+    " (" FRUGAL_ATTEMPT_COST ")::bigint, (" FRUGAL_ATTEMPT_LOST ")::bigint,"
+    " coalesce(" FRUGAL_STOP_KIND("a") ", '')"
     " FROM attempts a JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
     " WHERE a.job_id = $1::bigint ORDER BY a.number";
+
+// $1 job ids (bigint[]). Per job: the latest attempt's pool, the sums of the timeline's
+// per-attempt figures. attempts (job_id, number) is unique, so this reads by index.
+constexpr const char* kJobSummaries =
+    "SELECT a.job_id, (array_agg(p.name ORDER BY a.number DESC))[1],"
+    " sum(" FRUGAL_ATTEMPT_COST ")::bigint, sum(" FRUGAL_ATTEMPT_LOST ")::bigint"
+    " FROM attempts a JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
+    " WHERE a.job_id = ANY($1::bigint[]) GROUP BY a.job_id";
 
 }  // namespace
 
@@ -102,6 +120,7 @@ StatusOr<JobTimeline> PgStore::JobTimeline(model::JobId id,
       x.end_reason = a.Text(i, 8);
       x.cost = a.Int(i, 9);
       x.lost = a.Int(i, 10);
+      x.stop_kind = a.Text(i, 11);
       t.attempts.push_back(std::move(x));
     }
     ASSIGN_OR_RETURN(auto k, c.Exec("dashboard_timeline_checkpoints",
@@ -114,6 +133,23 @@ StatusOr<JobTimeline> PgStore::JobTimeline(model::JobId id,
           {k.Int(i, 0), k.Int(i, 1), k.Double(i, 2), pg::FromMicros(k.Int(i, 3))});
     }
     return t;
+  });
+}
+
+StatusOr<std::map<model::JobId, JobSummary>> PgStore::JobSummaries(
+    const std::vector<model::JobId>& ids) {
+  using Summaries = std::map<model::JobId, JobSummary>;
+  if (ids.empty()) return Summaries();
+  std::string array = "{";
+  for (const auto id : ids) array += (array.size() > 1 ? "," : "") + std::to_string(id);
+  array += "}";
+  return InTransaction<Summaries>(pool_, [&](PgConn& c) -> StatusOr<Summaries> {
+    ASSIGN_OR_RETURN(auto r, c.Exec("dashboard_job_summaries", kJobSummaries, {array}));
+    Summaries out;
+    for (int i = 0; i < r.rows(); ++i) {
+      out[r.Int(i, 0)] = JobSummary{r.Text(i, 1), r.Int(i, 2), r.Int(i, 3)};
+    }
+    return out;
   });
 }
 

@@ -246,7 +246,9 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
                                     "SELECT a.id, a.number, a.node_id, n.name, p.name, a.gpus,"
                                     " a.lease_epoch, " FRUGAL_US("a.started_at") ", "
                                     FRUGAL_US("a.ended_at") ", coalesce(a.end_reason, ''),"
-                                    " a.exit_code, a.peak_gpu_mem_mb FROM attempts a JOIN nodes n"
+                                    " a.exit_code, a.peak_gpu_mem_mb,"
+                                    " coalesce(" FRUGAL_STOP_KIND("a") ", '')"
+                                    " FROM attempts a JOIN nodes n"
                                     " ON n.id = a.node_id"
                                     " JOIN pools p ON p.id = n.pool_id WHERE a.job_id = $1"
                                     " ORDER BY a.number",
@@ -266,6 +268,7 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
       at.end_reason = a.Text(i, 9);
       if (auto v = a.OptInt(i, 10)) at.exit_code = static_cast<int>(*v);
       if (auto v = a.OptInt(i, 11)) at.peak_gpu_mem_mb = static_cast<int>(*v);
+      at.stop_kind = a.Text(i, 12);
       d.attempts.push_back(at);
     }
     ASSIGN_OR_RETURN(auto ck, c.Exec("job_latest_checkpoint",

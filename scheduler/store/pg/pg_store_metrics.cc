@@ -12,13 +12,15 @@ constexpr const char* kJobCounts =
     " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3";
 
 // Attempts by the pool they were billed to (an ended attempt's usage entry keeps its pool
-// even if its node later re-registers elsewhere), end reason and stop kind.
+// even if its node later re-registers elsewhere), end reason, stop kind (idle stops
+// included) and, for the idle guardrail's stop orders, their stop reason.
 constexpr const char* kAttemptCounts =
-    "SELECT p.name, a.end_reason, a.stop_kind, count(*) FROM attempts a"
+    "SELECT p.name, a.end_reason, " FRUGAL_STOP_KIND("a") ","
+    " CASE WHEN a.idle_stopped_at IS NOT NULL THEN a.stop_reason END, count(*) FROM attempts a"
     " JOIN nodes n ON n.id = a.node_id"
     " LEFT JOIN ledger_entries l ON l.attempt_id = a.id AND l.kind = 'usage'"
     " JOIN pools p ON p.id = coalesce(l.pool_id, n.pool_id)"
-    " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3";
+    " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4";
 
 constexpr const char* kPoolUse =
     "SELECT p.name, p.capacity_kind, p.max_gpus,"
@@ -84,8 +86,11 @@ void Add(std::vector<StoreMetrics::AttemptCount>& v, const std::string& pool,
 void AddAttemptCounts(const PgResult& r, StoreMetrics& m) {
   for (int i = 0; i < r.rows(); ++i) {
     const std::string pool = r.Text(i, 0);
-    const std::int64_t n = r.Int(i, 3);
+    const std::int64_t n = r.Int(i, 4);
     Add(m.started, pool, "", n);
+    // Idle stop orders count when given, whether or not the attempt has ended yet.
+    if (!r.IsNull(i, 3))
+      Add(m.idle_stops, pool, r.Text(i, 3) == "preempted" ? "requeue" : "stop", n);
     if (r.IsNull(i, 1)) continue;
     const std::string reason = r.Text(i, 1);
     Add(m.ended, pool, reason, n);

@@ -1,6 +1,7 @@
 // Hard team budgets (decision 0010): EnforceBudgets keeps any plan off paid capacity a team
 // cannot afford, with the numbers in the reason; placement/cost falls back to reserved
-// capacity (already paid) rather than waiting; soft budgets never hold anything.
+// capacity (already paid) rather than waiting; soft budgets never hold anything; and no paid
+// node is requested for a job the budget holds (decision 0016).
 #include "scheduler/policy/budget.h"
 
 #include <gtest/gtest.h>
@@ -141,6 +142,120 @@ TEST(BudgetTest, SoftBudgetAndExactFitHoldNothing) {
   plan = FifoPolicy().Decide(s);
   EnforceBudgets(s, plan);
   EXPECT_EQ(AssignmentsOf(plan, 1).size(), 1u);
+}
+
+// Reserved full for long, and the on-demand pool (node 20 gone) can grow by one-GPU nodes:
+// placement/cost asks it for new nodes. Vision has $20.00 left: one $15.00 job (5 hours on
+// on-demand) fits, two do not.
+model::Snapshot Growable() {
+  model::Snapshot s = ReservedFull();
+  s.running[0].started_at = T0();
+  s.running[0].estimate = Seconds(100 * 3600);  // no room on reserved for 100 hours
+  s.nodes = {MakeNode(10, 1, 8)};
+  s.pools[1].elastic = true;
+  s.pools[1].node_gpus = 1;
+  s.pools[1].max_gpus = 16;
+  s.budgets[kVision].spent = 80'000'000;
+  s.budgets[kVision].committed = 0;
+  return s;
+}
+
+model::PendingJob FiveHourJob(model::JobId id, model::TeamId team) {
+  model::PendingJob j = TenHourJob(id, team);
+  j.estimate = Seconds(5 * 3600);  // $15.00 on on-demand
+  return j;
+}
+
+TEST(BudgetTest, NodeRequestShrinksByTheJobsTheBudgetHolds) {
+  model::Snapshot s = Growable();
+  s.pending = {FiveHourJob(1, kVision), FiveHourJob(2, kVision), FiveHourJob(3, kSpeech)};
+  model::Plan plan = CostPolicy().Decide(s);
+  // Each vision job fits alone (80 + 15 <= 100), so the policy asks for all three.
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  ASSERT_EQ(plan.node_requests[0].gpus, 3);
+  ASSERT_EQ(plan.node_requests[0].job_ids, (std::vector<model::JobId>{1, 2, 3}));
+  const std::string first_reason = WaitOf(plan, 1)->reason;
+  EnforceBudgets(s, plan);
+  // Job 1 takes $15 (80 + 15 = 95); job 2 would make it 110 > 100: no node is started for
+  // it. Speech has no budget: its node stays.
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  EXPECT_EQ(plan.node_requests[0].pool_id, 2);
+  EXPECT_EQ(plan.node_requests[0].gpus, 2);
+  EXPECT_EQ(plan.node_requests[0].job_ids, (std::vector<model::JobId>{1, 3}));
+  EXPECT_NE(plan.node_requests[0].reason.find("1 GPU(s) fewer: job(s) 2 held by their team's "
+                                              "hard budget"),
+            std::string::npos)
+      << plan.node_requests[0].reason;
+  ASSERT_NE(WaitOf(plan, 2), nullptr);
+  EXPECT_EQ(WaitOf(plan, 2)->reason,
+            "waiting: over budget: team vision used $95.00 of its $100.00 monthly hard limit; "
+            "this job's expected $15.00 does not fit; only reserved capacity is open");
+  EXPECT_EQ(WaitOf(plan, 1)->reason, first_reason);  // still waiting for its new node
+}
+
+TEST(BudgetTest, NoNodeIsRequestedForAJobAnAdmittedOneLeftNoMoneyFor) {
+  // One on-demand GPU is free now (node 20, 1 GPU): one job goes there, the other asks for a
+  // new node; the first one's $15 leaves $5, so the second's node is not started.
+  model::Snapshot s = Growable();
+  s.nodes.push_back(MakeNode(20, 2, 1));
+  s.pending = {FiveHourJob(1, kVision), FiveHourJob(2, kVision)};
+  model::Plan plan = CostPolicy().Decide(s);
+  ASSERT_EQ(AssignmentsOf(plan, 1).size(), 1u);
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  ASSERT_EQ(plan.node_requests[0].job_ids, (std::vector<model::JobId>{2}));
+  EnforceBudgets(s, plan);
+  EXPECT_EQ(AssignmentsOf(plan, 1).size(), 1u);
+  EXPECT_TRUE(plan.node_requests.empty());
+  ASSERT_NE(WaitOf(plan, 2), nullptr);
+  EXPECT_NE(WaitOf(plan, 2)->reason.find("used $95.00 of its $100.00"), std::string::npos)
+      << WaitOf(plan, 2)->reason;
+}
+
+TEST(BudgetTest, ReservedNodeRequestsStayOpenOverBudget) {
+  // Vision has spent all $100; the reserved pool (already paid) may still grow for it.
+  model::Snapshot s = Growable();
+  s.nodes.clear();
+  s.running.clear();
+  s.pools[0].elastic = true;
+  s.pools[0].node_gpus = 8;
+  s.pools[0].max_gpus = 16;
+  s.budgets[kVision].spent = 100'000'000;
+  s.pending = {FiveHourJob(1, kVision)};
+  model::Plan plan = CostPolicy().Decide(s);
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  ASSERT_EQ(plan.node_requests[0].pool_id, 1);
+  EnforceBudgets(s, plan);
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  EXPECT_EQ(plan.node_requests[0].gpus, 1);
+}
+
+TEST(BudgetTest, ARequestNamingNoJobsGoesOnlyWhenEveryJobThatCouldUseItIsHeld) {
+  // A policy that does not say whom a request is for: vision's job (over budget on it) is
+  // the only one that could use on-demand, so the request goes.
+  model::Snapshot s = Growable();
+  s.budgets[kVision].spent = 90'000'000;  // $10 left, the job expects $15
+  s.pending = {FiveHourJob(1, kVision)};
+  model::Plan plan;
+  plan.waits = {{1, "waiting: for capacity"}};
+  plan.node_requests = {{2, 1, "a node for whoever"}};
+  EnforceBudgets(s, plan);
+  EXPECT_TRUE(plan.node_requests.empty());
+  // a. A speech job could use it too: it stays.
+  s.pending.push_back(FiveHourJob(2, kSpeech));
+  plan.node_requests = {{2, 1, "a node for whoever"}};
+  EnforceBudgets(s, plan);
+  EXPECT_EQ(plan.node_requests.size(), 1u);
+  // b. No waiting job could use the pool at all (types): not the budget's business.
+  s.pending = {FiveHourJob(1, kVision)};
+  s.pending[0].gpu_types = {"t4"};
+  plan.node_requests = {{2, 1, "a node for whoever"}};
+  EnforceBudgets(s, plan);
+  EXPECT_EQ(plan.node_requests.size(), 1u);
+  // c. A soft budget holds nothing.
+  s.pending = {FiveHourJob(1, kVision)};
+  s.budgets[kVision].hard = false;
+  EnforceBudgets(s, plan);
+  EXPECT_EQ(plan.node_requests.size(), 1u);
 }
 
 TEST(BudgetTest, MoneyTextGroupsThousands) {

@@ -1,7 +1,8 @@
 // Guardrails against a real PostgreSQL: settings round trip, approval holds (approve,
 // cancel while held), heartbeat samples (peak memory, idle_since in database time, unknown
 // never idle), idle warnings once and idle requeue/stop orders (the reclaimer working from
-// the cycle's snapshot), and right-sizing input.
+// the cycle's snapshot; each stop shown as one in the job's history, the interruptions and
+// the metrics), and right-sizing input.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,38 @@ class GuardrailStoreTest : public testing::StoreTest {
   StatusOr<model::IdleBatch> LoadIdleAttempts() {
     ASSIGN_OR_RETURN(auto snap, store_->LoadSnapshot(100));
     return policy::IdleBatchOf(snap);
+  }
+
+  // An idle stop shows as one: the attempt's stop kind in the job's history and timeline,
+  // its cause among the interruptions, and /metrics' idle stop count by action (and, for a
+  // requeue, its preemption cause).
+  void ExpectShownAsIdleStop(model::JobId job, const std::string& action,
+                             const std::string& end_reason) {
+    auto detail = store_->GetJob(job, std::nullopt);
+    ASSERT_TRUE(detail.ok());
+    ASSERT_EQ(detail->attempts.size(), 1u);
+    EXPECT_EQ(detail->attempts[0].stop_kind, "idle_reclaim");
+    auto timeline = store_->JobTimeline(job, std::nullopt);
+    ASSERT_TRUE(timeline.ok());
+    ASSERT_EQ(timeline->attempts.size(), 1u);
+    EXPECT_EQ(timeline->attempts[0].stop_kind, "idle_reclaim");
+    auto recent = store_->RecentInterruptions(std::nullopt, 20);
+    ASSERT_TRUE(recent.ok());
+    ASSERT_EQ(recent->size(), 1u);
+    EXPECT_EQ((*recent)[0].reason, end_reason);
+    EXPECT_EQ((*recent)[0].cause, "idle_reclaim");
+    auto m = store_->LoadMetrics();
+    ASSERT_TRUE(m.ok());
+    ASSERT_EQ(m->idle_stops.size(), 1u);
+    EXPECT_EQ(m->idle_stops[0].pool, "a100-od");
+    EXPECT_EQ(m->idle_stops[0].reason, action);
+    EXPECT_EQ(m->idle_stops[0].attempts, 1);
+    if (end_reason == "preempted") {
+      ASSERT_EQ(m->preempted.size(), 1u);
+      EXPECT_EQ(m->preempted[0].reason, "idle_reclaim");  // not "node"
+    } else {
+      EXPECT_TRUE(m->preempted.empty());
+    }
   }
 
   int Events(model::JobId job, const std::string& kind) {
@@ -184,6 +217,7 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kPending);
   EXPECT_EQ(done->reason, "requeued: GPUs idle on w1; resuming from the latest checkpoint");
+  ExpectShownAsIdleStop(job, "requeue", "preempted");
 }
 
 TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
@@ -202,6 +236,7 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kCancelled);
   EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 and the job never checkpointed");
+  ExpectShownAsIdleStop(job, "stop", "cancelled");
 }
 
 TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
