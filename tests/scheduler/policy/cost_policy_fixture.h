@@ -23,6 +23,23 @@ class CostPolicyTest : public ::testing::Test {
     s_.pools[2].preemption_rate_per_node_hour = 0.05;
     s_.nodes = {MakeNode(10, 1, 8), MakeNode(20, 2, 8), MakeNode(30, 3, 8)};
   }
+  // An on-demand a100 pool $3/h (node 20) and a spot a100 pool $1/h, 0.1 reclaims per
+  // node-hour, 8 GPUs at most, that is down (no node): the spot-return scenarios.
+  void SpotDown() {
+    using model::CapacityKind;
+    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
+                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0, 1.0, 80, 8)};
+    s_.pools[1].preemption_rate_per_node_hour = 0.1;
+    s_.nodes = {MakeNode(20, 2, 8)};
+  }
+  // A 1-GPU checkpointed job of 10 h, a checkpoint every hour, due `deadline_in` from now.
+  model::PendingJob CheckpointedJob(Seconds deadline_in) {
+    auto j = MakeJob(1, 1, 2, model::Tolerance::kCheckpointed);
+    j.estimate = Seconds(10 * 3600);
+    j.checkpoint_interval = Seconds(3600);
+    j.deadline = At(deadline_in);
+    return j;
+  }
   model::Plan Decide() {
     s_.now = T0();
     model::Plan plan = CostPolicy(config_).Decide(s_);

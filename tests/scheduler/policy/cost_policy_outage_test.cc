@@ -14,25 +14,14 @@ using model::Tolerance;
 
 class OutageTest : public CostPolicyTest {
  protected:
-  void SetUp() override {
-    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
-                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0, 1.0, 80, 8)};
-    s_.pools[1].preemption_rate_per_node_hour = 0.1;
-    s_.nodes = {MakeNode(20, 2, 8)};  // spot is down: no node
-  }
+  void SetUp() override { SpotDown(); }
   // A second spot pool, up, at `price` per GPU-hour (node 40).
   void AddSpotWithRoom(double price) {
     s_.pools.push_back(MakePool(4, "a100-spot-b", CapacityKind::kSpot, "a100", price, 1.0, 80, 8));
     s_.pools.back().preemption_rate_per_node_hour = 0.1;
     s_.nodes.push_back(MakeNode(40, 4, 8));
   }
-  model::PendingJob Job(Seconds deadline_in) {
-    auto j = MakeJob(1, 1, 2, Tolerance::kCheckpointed);
-    j.estimate = 10h;
-    j.checkpoint_interval = 1h;
-    j.deadline = At(deadline_in);
-    return j;
-  }
+  model::PendingJob Job(Seconds deadline_in) { return CheckpointedJob(deadline_in); }
 };
 
 // Plenty of slack, but the cheaper pool saves $0.05/h over 10h while its 2h expected

@@ -16,19 +16,8 @@ using model::Tolerance;
 
 class SpotReturnTest : public CostPolicyTest {
  protected:
-  void SetUp() override {
-    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
-                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0, 1.0, 80, 8)};
-    s_.pools[1].preemption_rate_per_node_hour = 0.1;
-    s_.nodes = {MakeNode(20, 2, 8)};  // spot is down: no node
-  }
-  model::PendingJob Job(Seconds deadline_in) {
-    auto j = MakeJob(1, 1, 2, Tolerance::kCheckpointed);
-    j.estimate = 10h;
-    j.checkpoint_interval = 1h;
-    j.deadline = At(deadline_in);
-    return j;
-  }
+  void SetUp() override { SpotDown(); }
+  model::PendingJob Job(Seconds deadline_in) { return CheckpointedJob(deadline_in); }
   model::RunningAttempt OnDemand(Seconds deadline_in, double progress = 0.5) {
     auto r = MakeRunning(100, 50, 20, 1);
     r.pool_id = 2;
