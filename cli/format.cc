@@ -274,11 +274,15 @@ std::string PrettyJson(const json& value) {
 }
 
 std::string RenderJobList(const json& jobs, Timestamp now) {
-  Table t({"ID", "NAME", "TEAM", "USER", "STATE", "GPUS", "PRIORITY", "AGE", "REASON"});
+  // POOL and COST: where the job runs (or last ran) and what it has cost so far, every
+  // attempt included, so a list answers "what is this costing me" without a status each.
+  Table t({"ID", "NAME", "TEAM", "USER", "STATE", "GPUS", "PRIORITY", "POOL", "COST", "AGE",
+           "REASON"});
   if (jobs.is_array()) {
     for (const auto& j : jobs) {
       t.AddRow({Text(j, "id"), Truncate(OrDash(Text(j, "name")), kNameWidth), Text(j, "team"),
                 Text(j, "user"), Text(j, "state"), Text(j, "gpus"), Text(j, "priority"),
+                OrDash(Text(j, "pool")), OrDash(Text(j, "cost")),
                 FormatAge(Field(j, "created_at"), now),
                 Truncate(Sanitize(Text(j, "reason")), kReasonWidth)});
     }

@@ -2,8 +2,8 @@
 
 namespace frugal::sim {
 
-bool SafetyNet(const JobView& v) {
-  return v.where < 0 && v.RemainingTime() < v.RemainingWork() + 2 * v.job->changeover;
+bool SafetyNet(const JobView& v, int extra) {
+  return v.where < 0 && v.RemainingTime() < v.RemainingWork() + 2 * v.job->changeover + extra;
 }
 
 int Greedy::Decide(const JobView& v) {
@@ -18,7 +18,7 @@ int Greedy::Decide(const JobView& v) {
 
 int UniformProgress::Decide(const JobView& v) {
   if (net_) return kOnDemand;
-  if (SafetyNet(v)) {
+  if (SafetyNet(v, keep_rework_ ? v.job->checkpoint : 0)) {
     net_ = true;
     return kOnDemand;
   }

@@ -35,13 +35,22 @@ class Greedy final : public Controller {
 // Expected progress ep(t) = C0 * t / R0. Spot in zone 0 whenever up (even when behind),
 // stay until reclaimed; when not on spot and behind ep(t), on-demand; once on on-demand,
 // stay until progress >= ep(t + 2d) (hysteresis) unless spot comes up; Safety Net.
+//
+// `keep_rework` is a variant, not a published baseline: its Safety Net also keeps one
+// checkpoint interval, the most work a reclaim can take back, so that a reclaim just before
+// the net fires cannot make it miss. The published net assumes no work is lost (the
+// paper's model); with checkpoints it misses, and its misses are part of its low cost.
 class UniformProgress final : public Controller {
  public:
-  std::string Name() const override { return "uniform-progress"; }
+  explicit UniformProgress(bool keep_rework = false) : keep_rework_(keep_rework) {}
+  std::string Name() const override {
+    return keep_rework_ ? "uniform-progress-safe" : "uniform-progress";
+  }
   void Reset() override { net_ = false; }
   int Decide(const JobView& v) override;
 
  private:
+  bool keep_rework_;
   bool net_ = false;
 };
 
@@ -58,7 +67,7 @@ class SkyPilotFailover final : public Controller {
   bool net_ = false;
 };
 
-// True when the Safety Net must fire: not on spot and R < C + 2d.
-bool SafetyNet(const JobView& v);
+// True when the Safety Net must fire: not on spot and R < C + 2d (+ `extra` steps).
+bool SafetyNet(const JobView& v, int extra = 0);
 
 }  // namespace frugal::sim

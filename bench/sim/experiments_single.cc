@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kFrugal = "frugal";
 constexpr const char* kUp = "uniform-progress";
+constexpr const char* kUpSafe = "uniform-progress-safe";
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -200,8 +201,8 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
   WritePlotData(o, runs, a);
 
   double share = Captured(a.overall.at(kFrugal).mean, a.overall.at(kOptimumName).mean);
-  int worse = 0, worse_runs = 0, worse_up_misses = 0, worse_up_clean = 0;
-  double worst = 0;
+  int worse = 0, worse_runs = 0, worse_up_misses = 0, worse_up_clean = 0, worse_safe = 0;
+  double worst = 0, worst_safe = 0;
   std::string worst_cell;
   for (const auto& [key, stats] : a.cells) {
     double ratio = stats.at(kFrugal).mean / stats.at(kUp).mean;
@@ -213,6 +214,11 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
       worse_up_misses += stats.at(kUp).misses;
       worse_up_clean += stats.at(kUp).misses == 0;
     }
+    // The same comparison against the variant whose Safety Net allows for a reclaim's
+    // rework: what the cells look like when the baseline keeps its deadlines too.
+    double safe_ratio = stats.at(kFrugal).mean / stats.at(kUpSafe).mean;
+    worse_safe += safe_ratio > 1.01;
+    worst_safe = std::max(worst_safe, safe_ratio);
     if (ratio > worst) {
       worst = ratio;
       worst_cell = spec.cases[std::get<0>(key)].name + " C0/R0=" + Fixed(std::get<1>(key), 2) +
@@ -231,7 +237,10 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
                                        std::to_string(worse_up_misses) + " of " +
                                        std::to_string(worse_runs) + " deadlines (" +
                                        std::to_string(worse_up_clean) + " cells without a miss)"
-                                 : std::string())});
+                                 : std::string()) +
+                          "; against " + kUpSafe + " (" + std::to_string(a.overall.at(kUpSafe).misses) +
+                          " misses, not a bar): " + std::to_string(worse_safe) +
+                          " cells above, worst " + Fixed(worst_safe, 3) + "x"});
   // The paper's own setting as a check of the simulator: no work lost to a reclaim
   // (a checkpoint every step), fewer submission points. Not a bar.
   std::string check;

@@ -80,6 +80,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     OnDemandOnly od;
     Greedy greedy;
     UniformProgress up;
+    UniformProgress up_safe(/*keep_rework=*/true);
     SkyPilotFailover sky;
     for (double f : spec.fractions) {
       for (size_t di = 0; di < spec.d_hours.size(); ++di) {
@@ -115,6 +116,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
         if (!spec.multi_zone) {
           simulate(c.market, greedy);
           simulate(c.market, up);
+          simulate(c.market, up_safe);
         } else {
           simulate(c.market, sky);
           // Single-zone Uniform Progress: the job pinned to one zone (the user picked it),

@@ -1,10 +1,25 @@
 #include "scheduler/policy/admission.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
 
 namespace frugal::policy {
+
+namespace {
+
+std::string JobList(const std::vector<model::JobId>& ids) {
+  std::string out;
+  for (auto id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+bool Ready(const model::PendingJob& job) {
+  return !job.failed_dependency && job.waiting_for.empty();
+}
+
+}  // namespace
 
 void EnforceAdmission(const model::Snapshot& s, model::Plan& plan, const AdmissionRules& rules) {
   std::map<model::JobId, const model::PendingJob*> jobs;
@@ -66,6 +81,82 @@ void EnforceAdmission(const model::Snapshot& s, model::Plan& plan, const Admissi
     }
     if (!open && !holding.empty()) w.reason = "waiting: " + holding;
   }
+}
+
+void HoldNodeRequests(const model::Snapshot& s, model::Plan& plan, const AdmissionRules& rules,
+                      const std::string& held_by) {
+  std::map<model::JobId, const model::PendingJob*> jobs;
+  for (const auto& j : s.pending) jobs[j.id] = &j;
+  std::map<model::PoolId, const model::Pool*> pools;
+  for (const auto& p : s.pools) pools.try_emplace(p.id, &p);
+  std::set<model::JobId> placed;
+  for (const auto& a : plan.assignments) placed.insert(a.job_id);
+
+  std::map<model::JobId, std::string> held;  // job -> why, for its wait reason
+  std::vector<model::NodeRequest> kept;
+  for (auto& r : plan.node_requests) {
+    auto p = pools.find(r.pool_id);
+    if (p == pools.end()) {
+      kept.push_back(std::move(r));
+      continue;
+    }
+    const model::Pool& pool = *p->second;
+    if (r.job_ids.empty()) {
+      // Nothing is taken from the book for it: it is not known for whom.
+      bool wanted = false, any = false;
+      for (const auto& j : s.pending) {
+        if (!Ready(j) || placed.count(j.id)) continue;
+        const std::optional<Amount> ask = rules.ask_on(j, pool);
+        if (!ask) continue;
+        any = true;
+        if (rules.holding(j, pool, *ask).empty()) {
+          wanted = true;
+          break;
+        }
+      }
+      if (wanted || !any) kept.push_back(std::move(r));
+      continue;
+    }
+    std::vector<model::JobId> ids, dropped;
+    int held_gpus = 0;
+    for (model::JobId id : r.job_ids) {
+      auto j = jobs.find(id);
+      const std::optional<Amount> ask =
+          j == jobs.end() || placed.count(id) ? std::nullopt : rules.ask_on(*j->second, pool);
+      if (!ask) {
+        ids.push_back(id);  // not this limit's to judge
+        continue;
+      }
+      std::string why = rules.holding(*j->second, pool, *ask);
+      if (why.empty()) {
+        rules.take(*j->second, pool, *ask);
+        ids.push_back(id);
+      } else {
+        held_gpus += j->second->gpus;
+        dropped.push_back(id);
+        held[id] = std::move(why);
+      }
+    }
+    if (dropped.empty()) {
+      kept.push_back(std::move(r));
+      continue;
+    }
+    // GPUs already on their way were subtracted from the request for all its jobs: the
+    // held jobs' share comes off what is still asked for.
+    r.gpus = std::max(0, r.gpus - held_gpus);
+    r.job_ids = std::move(ids);
+    r.reason += "; " + std::to_string(held_gpus) + " GPU(s) fewer: job(s) " + JobList(dropped) +
+                " held by " + held_by;
+    if (r.gpus > 0) kept.push_back(std::move(r));
+  }
+  plan.node_requests = std::move(kept);
+  for (auto& w : plan.waits) {
+    auto h = held.find(w.job_id);
+    if (h == held.end()) continue;
+    w.reason = "waiting: " + h->second;
+    held.erase(h);
+  }
+  for (auto& [id, why] : held) plan.waits.push_back({id, "waiting: " + why});
 }
 
 }  // namespace frugal::policy

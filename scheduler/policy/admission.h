@@ -42,4 +42,15 @@ struct AdmissionRules {
 void EnforceAdmission(const model::Snapshot& snapshot, model::Plan& plan,
                       const AdmissionRules& rules);
 
+// Node requests, after EnforceAdmission took the admitted jobs from the book (decision 0016):
+// a new node is there for the jobs it was asked for, so each job a request names is judged
+// and taken from the book as if admitted, in request order, asking what ask_on says (a job
+// ask_on does not govern there is not this limit's to judge). A refused job comes off the
+// request, the request shrinks by its GPUs (and goes when none are left), a note naming the
+// jobs and `held_by` ("their team's quota") is added to its reason, and the job waits with
+// the limit's reason. A request that names no jobs goes only when every ready, unplaced job
+// that ask_on governs on its pool is held there.
+void HoldNodeRequests(const model::Snapshot& snapshot, model::Plan& plan,
+                      const AdmissionRules& rules, const std::string& held_by);
+
 }  // namespace frugal::policy

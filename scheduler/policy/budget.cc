@@ -1,9 +1,6 @@
 #include "scheduler/policy/budget.h"
 
-#include <algorithm>
 #include <map>
-#include <set>
-#include <vector>
 
 #include "scheduler/policy/admission.h"
 #include "scheduler/policy/cost_model.h"
@@ -26,90 +23,6 @@ bool Ready(const model::PendingJob& job) {
 
 bool MayUse(const model::PendingJob& job, const model::Pool& pool) {
   return PoolFits(job.gpu_types, job.min_gpu_mem_gb, pool) && MayRunOn(job.tolerance, pool.kind);
-}
-
-std::string JobList(const std::vector<model::JobId>& ids) {
-  std::string out;
-  for (auto id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
-  return out;
-}
-
-// Node requests for paid pools, after the assignments were admitted (decision 0016): a new
-// node costs money from the moment it starts, so each job a request is for is charged to
-// the book as if admitted, in request order; a job the budget refuses is dropped from the
-// request, the request shrinks by its GPUs (and goes when nothing is left), and the job waits
-// with the budget as its reason. A request that names no jobs goes only when every ready,
-// unplaced job that could use its pool is held there by its team's budget.
-void HoldNodeRequests(const model::Snapshot& s, model::Plan& plan, BudgetBook& book,
-                      const PolicyConfig& config) {
-  std::map<model::JobId, const model::PendingJob*> jobs;
-  for (const auto& j : s.pending) jobs[j.id] = &j;
-  std::map<model::PoolId, const model::Pool*> pools;
-  for (const auto& p : s.pools) pools.try_emplace(p.id, &p);
-  std::set<model::JobId> placed;
-  for (const auto& a : plan.assignments) placed.insert(a.job_id);
-
-  std::map<model::JobId, std::string> held;  // job -> why, for its wait reason
-  std::vector<model::NodeRequest> kept;
-  for (auto& r : plan.node_requests) {
-    auto p = pools.find(r.pool_id);
-    if (p == pools.end() || !Paid(*p->second)) {
-      kept.push_back(std::move(r));
-      continue;
-    }
-    const model::Pool& pool = *p->second;
-    if (r.job_ids.empty()) {
-      bool wanted = false, any = false;
-      for (const auto& j : s.pending) {
-        if (!Ready(j) || placed.count(j.id) || !MayUse(j, pool)) continue;
-        any = true;
-        if (book.Allows(j.team_id, pool, ExpectedCost(j, pool, config))) {
-          wanted = true;
-          break;
-        }
-      }
-      if (wanted || !any) kept.push_back(std::move(r));
-      continue;
-    }
-    std::vector<model::JobId> ids, dropped;
-    int held_gpus = 0;
-    for (model::JobId id : r.job_ids) {
-      auto j = jobs.find(id);
-      if (j == jobs.end() || placed.count(id)) {
-        ids.push_back(id);  // not ours to judge
-        continue;
-      }
-      const Micros cost = ExpectedCost(*j->second, pool, config);
-      std::string why = book.Holding(j->second->team_id, pool, cost);
-      if (why.empty()) {
-        book.Take(j->second->team_id, pool, cost);
-        ids.push_back(id);
-      } else {
-        held_gpus += j->second->gpus;
-        dropped.push_back(id);
-        held[id] = std::move(why);
-      }
-    }
-    if (dropped.empty()) {
-      kept.push_back(std::move(r));
-      continue;
-    }
-    // GPUs already on their way were subtracted from the request for all its jobs: the
-    // held jobs' share comes off what is still asked for.
-    r.gpus = std::max(0, r.gpus - held_gpus);
-    r.job_ids = std::move(ids);
-    r.reason += "; " + std::to_string(held_gpus) + " GPU(s) fewer: job(s) " + JobList(dropped) +
-                " held by their team's hard budget";
-    if (r.gpus > 0) kept.push_back(std::move(r));
-  }
-  plan.node_requests = std::move(kept);
-  for (auto& w : plan.waits) {
-    auto h = held.find(w.job_id);
-    if (h == held.end()) continue;
-    w.reason = "waiting: " + h->second;
-    held.erase(h);
-  }
-  for (auto& [id, why] : held) plan.waits.push_back({id, "waiting: " + why});
 }
 
 }  // namespace
@@ -196,7 +109,7 @@ void EnforceBudgets(const model::Snapshot& s, model::Plan& plan, const PolicyCon
     return ExpectedCost(job, p, config);
   };
   EnforceAdmission(s, plan, rules);
-  HoldNodeRequests(s, plan, book, config);
+  HoldNodeRequests(s, plan, rules, "their team's hard budget");
 }
 
 }  // namespace frugal::policy

@@ -84,6 +84,8 @@ void EnforceQuotas(const model::Snapshot& s, model::Plan& plan) {
     return job.gpus;
   };
   EnforceAdmission(s, plan, rules);
+  // A node started for a job over its quota would idle until its pool's idle timeout.
+  HoldNodeRequests(s, plan, rules, "their team's quota");
 }
 
 }  // namespace frugal::policy

@@ -31,7 +31,8 @@ class QuotaBook {
 
 // Drops assignments that would take a team over a quota (in plan order, a gang's parts
 // together) and leaves those jobs waiting with the quota as the reason; a waiting job whose
-// team has no room on any pool its GPU type allows gets that reason too.
+// team has no room on any pool its GPU type allows gets that reason too. Node requests are
+// judged the same way (HoldNodeRequests): no node is started for a job over its quota.
 void EnforceQuotas(const model::Snapshot& snapshot, model::Plan& plan);
 
 }  // namespace frugal::policy

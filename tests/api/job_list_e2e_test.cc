@@ -6,6 +6,8 @@
 // role, through the CLI too, and conform to docs/openapi.yaml.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "tests/api/openapi_spec.h"
 #include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
@@ -173,7 +175,15 @@ TEST_F(JobListE2eTest, EachJobCarriesWhatItsTimelineAndTheCostReportSay) {
   EXPECT_EQ(Summary(ItemOf(json::parse(cli_json.out), a)), Summary(item));
   auto table = RunCommand({FRUGAL_CLI_BIN, "list"}, sched_.CliEnv(alice));
   ASSERT_EQ(table.exit_code, 0) << table.err;
-  EXPECT_NE(table.out.find(std::to_string(a)), std::string::npos) << table.out;
+  // The table's row for A names its pool and its cost as the API spells it.
+  std::string row_a;
+  std::istringstream lines(table.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(std::to_string(a) + " ", 0) == 0) row_a = line;
+  ASSERT_FALSE(row_a.empty()) << table.out;
+  EXPECT_NE(row_a.find("jl-od"), std::string::npos) << table.out;
+  EXPECT_NE(row_a.find(item["cost"].get<std::string>()), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("POOL"), std::string::npos) << table.out;
   auto status = RunCommand({FRUGAL_CLI_BIN, "status", std::to_string(a)}, sched_.CliEnv(alice));
   ASSERT_EQ(status.exit_code, 0) << status.err;
   EXPECT_NE(status.out.find("succeeded"), std::string::npos) << status.out;

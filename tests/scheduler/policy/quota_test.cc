@@ -99,6 +99,54 @@ TEST(QuotaTest, AJobWithNoRoomAnywhereSaysWhichQuotaHoldsIt) {
   EXPECT_EQ(WaitOf(plan, 1)->reason, "waiting: over team quota: 12/12 on-demand GPUs in use");
 }
 
+// The on-demand pool grows one GPU a node up to 64, and its one node is full for 100 hours:
+// every job needs a new node.
+model::Snapshot GrowableOnDemand() {
+  model::Snapshot s = OnDemandSnapshot();
+  s.nodes = {MakeNode(10, 1, 12)};
+  s.running[0].started_at = T0();
+  s.running[0].estimate = Seconds(100 * 3600);
+  s.pools[0].elastic = true;
+  s.pools[0].node_gpus = 1;
+  s.pools[0].max_gpus = 64;
+  return s;
+}
+
+TEST(QuotaTest, NoNodeIsStartedForAJobOverItsTeamsQuota) {
+  model::Snapshot s = GrowableOnDemand();
+  s.pending = {Job(1, kVision, 3), Job(2, kVision, 3), Job(3, kSpeech, 3)};
+  for (auto& j : s.pending) j.estimate = Seconds(5 * 3600);
+  model::Plan plan = CostPolicy().Decide(s);
+  // Each vision job fits alone (12 + 3 <= 16), so the policy asks for all three.
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  ASSERT_EQ(plan.node_requests[0].gpus, 9);
+  ASSERT_EQ(plan.node_requests[0].job_ids, (std::vector<model::JobId>{1, 2, 3}));
+  EnforceQuotas(s, plan);
+  // Job 1 takes 3 (15 of 16); job 2 would make it 18: its node is not started. Speech has
+  // no quota.
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  EXPECT_EQ(plan.node_requests[0].gpus, 6);
+  EXPECT_EQ(plan.node_requests[0].job_ids, (std::vector<model::JobId>{1, 3}));
+  EXPECT_NE(plan.node_requests[0].reason.find("3 GPU(s) fewer: job(s) 2 held by their team's "
+                                              "quota"),
+            std::string::npos)
+      << plan.node_requests[0].reason;
+  ASSERT_NE(WaitOf(plan, 2), nullptr);
+  EXPECT_EQ(WaitOf(plan, 2)->reason, "waiting: over team quota: 15/16 on-demand GPUs in use");
+  // A request that names no jobs goes when the only job that could use it is held.
+  s.pending = {Job(4, kVision, 6)};
+  plan = model::Plan{};
+  plan.waits = {{4, "waiting: for capacity"}};
+  plan.node_requests = {{1, 6, "a node for whoever"}};
+  EnforceQuotas(s, plan);
+  EXPECT_TRUE(plan.node_requests.empty());
+  // ... and stays when a job with room could use it.
+  s.pending.push_back(Job(5, kSpeech, 6));
+  plan.node_requests = {{1, 6, "a node for whoever"}};
+  EnforceQuotas(s, plan);
+  EXPECT_EQ(plan.node_requests.size(), 1u);
+}
+
 TEST(QuotaTest, RandomPlansNeverExceedAQuota) {
   std::mt19937 rng(5);
   for (int round = 0; round < 500; ++round) {
