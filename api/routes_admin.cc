@@ -5,23 +5,18 @@
 #include "api/routes.h"
 #include "common/crypto.h"
 #include "common/money.h"
+#include "scheduler/store/pool_json.h"
 
 namespace frugal::api {
 
 json EncodePool(const model::Pool& p) {
-  return {{"id", p.id},
-          {"name", p.name},
-          {"capacity_kind", model::ToString(p.kind)},
-          {"gpu_type", p.gpu_type},
-          {"gpu_mem_gb", p.gpu_mem_gb},
-          {"speed", p.speed},
-          {"price_per_gpu_hour", FormatDollars(p.price_per_gpu_hour, true)},
-          {"max_gpus", p.max_gpus},
-          {"startup_delay_seconds", p.startup_delay.count()},
-          {"idle_timeout_seconds", p.idle_timeout.count()},
-          {"preemption_prior_per_node_hour", p.preemption_prior_per_node_hour},
-          {"preemption_rate_per_node_hour", p.preemption_rate_per_node_hour},
-          {"mean_outage_hours", p.mean_outage_hours}};
+  json out = store::PoolSettingsJson(p);
+  out["id"] = p.id;
+  out["name"] = p.name;
+  // What the store learned from the pool's node history.
+  out["preemption_rate_per_node_hour"] = p.preemption_rate_per_node_hour;
+  out["mean_outage_hours"] = p.mean_outage_hours;
+  return out;
 }
 
 StatusOr<model::Pool> DecodePool(const json& body) {

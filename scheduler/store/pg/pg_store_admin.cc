@@ -2,29 +2,15 @@
 // audit log's reader. Each change and its audit row share one transaction.
 #include <nlohmann/json.hpp>
 
-#include "common/money.h"
 #include "scheduler/store/pg/pg_audit.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pool_json.h"
 
 namespace frugal::store {
 
 using nlohmann::json;
 
 namespace {
-
-// The audit's (and apply's diff) view of a pool: the API's field names, money as dollars
-// text, so before/after read like what the admin wrote.
-json PoolJson(const model::Pool& p) {
-  return {{"capacity_kind", model::ToString(p.kind)},
-          {"gpu_type", p.gpu_type},
-          {"gpu_mem_gb", p.gpu_mem_gb},
-          {"speed", p.speed},
-          {"price_per_gpu_hour", FormatDollars(p.price_per_gpu_hour, true)},
-          {"max_gpus", p.max_gpus},
-          {"startup_delay_seconds", p.startup_delay.count()},
-          {"idle_timeout_seconds", p.idle_timeout.count()},
-          {"preemption_prior_per_node_hour", p.preemption_prior_per_node_hour}};
-}
 
 TokenInfo ParseToken(const PgResult& r, int i) {
   TokenInfo t;
@@ -96,9 +82,9 @@ StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model
     b.startup_delay = Seconds(old.Int(0, 7));
     b.idle_timeout = Seconds(old.Int(0, 8));
     b.preemption_prior_per_node_hour = old.Double(0, 9);
-    before = PoolJson(b);
+    before = PoolSettingsJson(b);
   }
-  const json after = PoolJson(p);
+  const json after = PoolSettingsJson(p);
   out.pool = p;
   out.change.before = before.dump();
   out.change.after = after.dump();
