@@ -276,7 +276,7 @@ std::string PrettyJson(const json& value) {
 std::string RenderJobList(const json& jobs, Timestamp now) {
   // POOL and COST: where the job runs (or last ran) and what it has cost so far, every
   // attempt included, so a list answers "what is this costing me" without a status each.
-  Table t({"ID", "NAME", "TEAM", "USER", "STATE", "GPUS", "PRIORITY", "POOL", "COST", "AGE",
+  Table t({"ID", "NAME", "TEAM", "USER", "STATE", "GPUS", "PRIORITY", "POOL", "COST $", "AGE",
            "REASON"});
   if (jobs.is_array()) {
     for (const auto& j : jobs) {

@@ -184,6 +184,7 @@ TEST_F(JobListE2eTest, EachJobCarriesWhatItsTimelineAndTheCostReportSay) {
   EXPECT_NE(row_a.find("jl-od"), std::string::npos) << table.out;
   EXPECT_NE(row_a.find(item["cost"].get<std::string>()), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("POOL"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("COST $"), std::string::npos) << table.out;
   auto status = RunCommand({FRUGAL_CLI_BIN, "status", std::to_string(a)}, sched_.CliEnv(alice));
   ASSERT_EQ(status.exit_code, 0) << status.err;
   EXPECT_NE(status.out.find("succeeded"), std::string::npos) << status.out;
