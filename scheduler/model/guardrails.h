@@ -50,6 +50,7 @@ struct IdleAttempt {
   bool warned = false;          // its idle warning was already written
   bool has_checkpoint = false;  // the job has a committed checkpoint to resume from
   IdlePolicy policy = IdlePolicy::kWarn;
+  int idle_requeues = 0;  // times the job was already requeued for idle GPUs
 };
 
 struct IdleBatch {

@@ -65,6 +65,7 @@ struct RunningAttempt {
   std::optional<Timestamp> idle_since{};  // every GPU under the threshold since (database time)
   bool idle_warned = false;               // its idle warning was already written
   IdlePolicy idle_policy = IdlePolicy::kWarn;  // the job's team's
+  int idle_requeues = 0;                       // times the job was requeued for idle GPUs
 };
 
 // A team's GPU-hours, already decayed to `as_of`; the policy decays them on to `now`.

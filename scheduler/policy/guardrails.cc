@@ -75,6 +75,12 @@ std::vector<model::IdleAction> DecideIdle(const model::IdleBatch& batch) {
     if (a.policy == model::IdlePolicy::kWarn) {
       if (!act.warn) continue;  // warned once already; nothing more to do
       act.message = idle + "; the team's idle policy is warn, so it keeps running";
+    } else if (a.idle_requeues >= kMaxIdleRequeues) {
+      // Idle again after a requeue: the job is likely stuck (waiting on input, deadlocked),
+      // and every further requeue would pay a restart and another idle window.
+      act.stop = model::IdleStep::kStop;
+      act.message = idle + " again after " + std::to_string(a.idle_requeues) +
+                    " idle requeue(s); stopped by the team's idle policy";
     } else if (a.has_checkpoint) {
       act.stop = model::IdleStep::kRequeue;
       act.message = idle + "; requeued by the team's idle policy, resuming from the latest "
@@ -107,6 +113,7 @@ model::IdleBatch IdleBatchOf(const model::Snapshot& s) {
     // The snapshot's latest checkpoint of the job: the one a requeue resumes from.
     a.has_checkpoint = r.last_checkpoint_at.has_value();
     a.policy = r.idle_policy;
+    a.idle_requeues = r.idle_requeues;
     b.attempts.push_back(std::move(a));
   }
   return b;

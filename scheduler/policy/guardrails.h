@@ -26,9 +26,13 @@ StatusOr<model::JobSpec> ApplyClassRuntime(model::JobSpec spec,
 std::optional<std::string> ApprovalReason(const model::JobSpec& spec,
                                           const model::GuardrailSettings& settings);
 
+// Idle requeues a job gets; idle again after them, it is stopped.
+inline constexpr int kMaxIdleRequeues = 1;
+
 // What to do about each idle attempt: nothing before the window has passed; then a
 // warning once, and under a requeue policy a requeue (it has a checkpoint to resume from)
-// or a stop (it has none). Ordered by attempt id.
+// or a stop (it has none, or it was already requeued kMaxIdleRequeues times for being
+// idle). Ordered by attempt id.
 std::vector<model::IdleAction> DecideIdle(const model::IdleBatch& batch);
 
 // The idle attempts of a cycle's snapshot, with its settings and now: running attempts with

@@ -66,7 +66,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                FRUGAL_US("j.priority_preempted_at") ","
                " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
                " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
-               " t.idle_policy"
+               " t.idle_policy, j.idle_requeues"
                " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
                " JOIN teams t ON t.id = j.team_id"
                " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
@@ -97,6 +97,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       a.idle_warned = r.Bool(i, 20);
       a.idle_policy = r.Text(i, 21) == "requeue" ? model::IdlePolicy::kRequeue
                                                  : model::IdlePolicy::kWarn;
+      a.idle_requeues = static_cast<int>(r.Int(i, 22));
       s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",

@@ -252,13 +252,14 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
     }
     const std::string job_id = a.Text(0, 0), node = a.Text(0, 1);
     ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
-                                    "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL"
-                                    " FROM jobs WHERE id = $1 AND state = 'running' FOR UPDATE",
+                                    "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
+                                    " idle_requeues FROM jobs WHERE id = $1 AND state = 'running' FOR UPDATE",
                                     {job_id}));
     if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not running");
     int failures = static_cast<int>(j.Int(0, 0));
     const int max_attempts = static_cast<int>(j.Int(0, 1));
     const bool cancel_requested = j.Bool(0, 2);
+    const long long idle_requeues = j.Int(0, 3);
     std::string to, reason;
     long long backoff = 0;
     switch (outcome) {
@@ -302,9 +303,14 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
     if (a.Bool(0, 2) && !cancel_requested &&
         (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
       // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
-      reason = outcome == Outcome::kPreempted
-                   ? "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint"
-                   : "stopped: GPUs idle on " + node + " and the job never checkpointed";
+      if (outcome == Outcome::kPreempted) {
+        reason = "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint";
+      } else if (idle_requeues > 0) {
+        reason = "stopped: GPUs idle on " + node + " again after " +
+                 std::to_string(idle_requeues) + " idle requeue(s)";
+      } else {
+        reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
+      }
     }
     const bool terminal = to != "pending";
     RETURN_IF_ERROR(c.Exec("finish_job_update",

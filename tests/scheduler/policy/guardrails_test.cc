@@ -105,6 +105,22 @@ TEST(DecideIdleTest, RequeuePolicyRequeuesACheckpointedJobAndStopsOneWithout) {
   EXPECT_NE(stop[0].message.find("never checkpointed"), std::string::npos);
 }
 
+TEST(DecideIdleTest, AJobIdleAgainAfterARequeueIsStopped) {
+  model::IdleBatch b = Batch(model::IdlePolicy::kRequeue, false, true, 700);
+  b.attempts[0].idle_requeues = kMaxIdleRequeues;
+  auto stop = DecideIdle(b);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_TRUE(stop[0].warn);
+  EXPECT_EQ(stop[0].stop, IdleStep::kStop);
+  EXPECT_NE(stop[0].message.find("again after 1 idle requeue(s)"), std::string::npos)
+      << stop[0].message;
+  // Under warn nothing changes: a warning, no stop.
+  b.attempts[0].policy = model::IdlePolicy::kWarn;
+  auto warn = DecideIdle(b);
+  ASSERT_EQ(warn.size(), 1u);
+  EXPECT_EQ(warn[0].stop, IdleStep::kNone);
+}
+
 TEST(IdleBatchOfTest, TakesTheSnapshotsIdleAttemptsWithoutAStopOrder) {
   model::Snapshot s;
   s.now = Timestamp(Seconds(100000));

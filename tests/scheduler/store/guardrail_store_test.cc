@@ -220,6 +220,48 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   ExpectShownAsIdleStop(job, "requeue", "preempted");
 }
 
+TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
+  auto [job, first] = Running();
+  ASSERT_TRUE(store_->CommitCheckpoint({first, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  // a. Idle for the window: requeued (the first time), and the job counts it.
+  Beat({{{"attempt_id", first}, {"utilization", 0}}});
+  Age(first, 1801);
+  auto requeue = policy::DecideIdle(*LoadIdleAttempts());
+  ASSERT_EQ(requeue.size(), 1u);
+  ASSERT_EQ(requeue[0].stop, model::IdleStep::kRequeue);
+  ASSERT_EQ(*store_->ApplyIdleActions(requeue), 1);
+  ASSERT_EQ(store_->FinishAttempt(first, epoch_, Outcome::kPreempted, std::nullopt)->state,
+            model::JobState::kPending);
+  running_.clear();
+  // b. Placed again, it resumes and idles again: the snapshot carries the count, and the
+  //    guardrail stops it instead of requeueing it every window.
+  auto snap = store_->LoadSnapshot(100);
+  ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
+  auto placed = Beat({});
+  ASSERT_EQ(placed.assignments.size(), 1u);
+  const auto second = placed.assignments[0].attempt_id;
+  ASSERT_NE(second, first);
+  running_ = {second};
+  Beat({{{"attempt_id", second}, {"utilization", 0}}});
+  Age(second, 1801);
+  auto batch = *LoadIdleAttempts();
+  ASSERT_EQ(batch.attempts.size(), 1u);
+  EXPECT_EQ(batch.attempts[0].idle_requeues, 1);
+  auto stop = policy::DecideIdle(batch);
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(stop[0].stop, model::IdleStep::kStop);
+  ASSERT_EQ(*store_->ApplyIdleActions(stop), 1);
+  auto reply = Beat({});
+  ASSERT_EQ(reply.stops.size(), 1u);
+  EXPECT_EQ(reply.stops[0].reason, "cancelled");
+  auto done = store_->FinishAttempt(second, epoch_, Outcome::kCancelled, std::nullopt);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->state, model::JobState::kCancelled);
+  EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 again after 1 idle requeue(s)");
+  EXPECT_EQ(Events(job, "idle_warning"), 2);  // once per attempt
+}
+
 TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   auto [job, attempt] = Running();
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
