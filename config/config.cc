@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "config/yaml_settings.h"
+
 namespace frugal::config {
 
 std::optional<std::string> ProcessEnv(const std::string& name) {
@@ -80,33 +82,16 @@ Status SplitHostPort(const std::string& listen, std::string& host, int& port) {
 
 StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, const EnvLookup& env) {
   SchedulerConfig c;
-  if (!yaml_path.empty()) {
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(yaml_path);
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument("cannot read config " + yaml_path + ": " + e.what(), "config");
+  RETURN_IF_ERROR(ReadYamlSettings(yaml_path, [&](const std::string& key, const YAML::Node& value) -> Status {
+    if (key == "local_workers") {
+      auto workers = ParseLocalWorkers(value);
+      if (!workers.ok()) return Status(workers.status().code(), workers.status().message(), key);
+      c.local_workers = std::move(*workers);
+      return Status::Ok();
     }
-    if (root && !root.IsNull()) {
-      if (!root.IsMap()) return InvalidArgument(yaml_path + ": top level must be a mapping");
-      for (const auto& kv : root) {
-        const std::string key = kv.first.as<std::string>();
-        if (key == "local_workers") {
-          auto workers = ParseLocalWorkers(kv.second);
-          if (!workers.ok())
-            return Status(workers.status().code(), yaml_path + ": " + workers.status().message(),
-                          "local_workers");
-          c.local_workers = std::move(*workers);
-          continue;
-        }
-        if (!kv.second.IsScalar()) {
-          return InvalidArgument(yaml_path + ": '" + key + "' must be a scalar", key);
-        }
-        Status st = SetKey(c, key, kv.second.as<std::string>());
-        if (!st.ok()) return Status(st.code(), yaml_path + ": " + st.message(), st.field());
-      }
-    }
-  }
+    ASSIGN_OR_RETURN(std::string text, ScalarText(key, value));
+    return SetKey(c, key, text);
+  }));
   const char* keys[] = {"database_url",          "listen",    "log_level",
                         "policy",                "cycle_interval", "db_pool_size",
                         "max_pending_per_cycle", "lease_ttl", "heartbeat_interval"};

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "config/yaml_settings.h"
+
 namespace frugal::worker {
 
 namespace fs = std::filesystem;
@@ -116,25 +118,11 @@ Status SetKey(WorkerConfig& c, const std::string& key, const std::string& v) {
 
 StatusOr<WorkerConfig> LoadWorkerConfig(const std::string& yaml_path, const EnvLookup& env) {
   WorkerConfig c;
-  if (!yaml_path.empty()) {
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(yaml_path);
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument("cannot read config " + yaml_path + ": " + e.what(), "config");
-    }
-    if (root && !root.IsNull()) {
-      if (!root.IsMap()) return InvalidArgument(yaml_path + ": top level must be a mapping");
-      for (const auto& kv : root) {
-        const std::string key = kv.first.as<std::string>();
-        if (!kv.second.IsScalar()) {
-          return InvalidArgument(yaml_path + ": '" + key + "' must be a scalar", key);
-        }
-        Status st = SetKey(c, key, kv.second.as<std::string>());
-        if (!st.ok()) return Status(st.code(), yaml_path + ": " + st.message(), st.field());
-      }
-    }
-  }
+  RETURN_IF_ERROR(config::ReadYamlSettings(
+      yaml_path, [&](const std::string& key, const YAML::Node& value) -> Status {
+        ASSIGN_OR_RETURN(std::string text, config::ScalarText(key, value));
+        return SetKey(c, key, text);
+      }));
   if (auto token = env("FRUGAL_WORKER_TOKEN"); token && !token->empty()) c.token = *token;
   return c;
 }

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "tests/testing/temp_dir.h"
+#include "worker/worker_config.h"
 
 namespace frugal::config {
 namespace {
@@ -46,6 +49,37 @@ TEST(ConfigTest, UnknownKeyIsAnErrorNamingIt) {
   auto c = LoadSchedulerConfig(path, NoEnv());
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().field(), "databse_url");
+}
+
+// Both binaries read their settings file the same way: each mistake names the file and,
+// where there is one, the key.
+TEST(ConfigTest, SettingsFileMistakesNameTheFileAndKey) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/settings.yaml";
+  auto scheduler = [&] { return LoadSchedulerConfig(path, NoEnv()).status(); };
+  auto worker = [&] { return worker::LoadWorkerConfig(path, NoEnv()).status(); };
+  for (const auto& load : {std::function<Status()>(scheduler), std::function<Status()>(worker)}) {
+    std::filesystem::remove(path);
+    Status missing = load();
+    EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(missing.message().find("cannot read config " + path), std::string::npos)
+        << missing.message();
+    std::ofstream(path) << "- a\n- b\n";
+    Status list = load();
+    EXPECT_EQ(list.message(), path + ": top level must be a mapping");
+    std::ofstream(path) << "log_level: [debug]\n";
+    Status nested = load();
+    EXPECT_EQ(nested.message(), path + ": 'log_level' must be a scalar");
+    EXPECT_EQ(nested.field(), "log_level");
+    std::ofstream(path) << "";
+    EXPECT_TRUE(load().ok()) << "an empty file sets nothing";
+  }
+  // The worker reads its keys from the file too (the environment's token on top).
+  std::ofstream(path) << "log_level: debug\npool: a100-spot\n";
+  auto w = worker::LoadWorkerConfig(path, NoEnv());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->log_level, "debug");
+  EXPECT_EQ(w->pool, "a100-spot");
 }
 
 TEST(ConfigTest, BadValuesAreRejected) {
