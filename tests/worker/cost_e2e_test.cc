@@ -4,15 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <sstream>
 #include <thread>
 
 #include "tests/testing/invariants.h"
-#include "tests/testing/pool_fixture.h"
+#include "tests/testing/local_cluster.h"
 #include "tests/testing/scheduler_fixture.h"
-#include "tests/testing/wait.h"
 
 namespace frugal::testing {
 namespace {
@@ -27,57 +25,25 @@ std::int64_t SumSpend(const json& report) {
 }
 
 TEST(CostE2eTest, ReportsAddUpAndRespectRoles) {
-  TempDir dir("frugal-cost-e2e");
-  const std::string config = dir.path() + "/scheduler.yaml";
-  std::ofstream(config) << "lease_ttl: 3s\nheartbeat_interval: 1s\ncycle_interval: 1s\n"
-                           "local_workers:\n"
-                           "  - {pool: od, gpus_per_node: 2, restart_delay: 1s}\n"
-                           "  - {pool: spot, gpus_per_node: 2, max_nodes: 2, restart_delay: 1s,"
-                           " grace: 2s}\n";
-  SchedulerProcess::Options o;
-  o.extra_args = {"--config", config};
-  SchedulerProcess sched(o);
+  // The spot pool may grow by a node, as a cloud's spot group replaces a reclaimed instance:
+  // a fixed spot pool with no live node is capacity the policy waits for (decision 0014),
+  // and the notice below never takes the node away.
+  LocalCluster cluster("max_nodes: 2");
+  ASSERT_TRUE(cluster.ok());
+  SchedulerProcess& sched = cluster.sched();
   const std::string admin = sched.admin_token();
-  ASSERT_TRUE(CreatePool(sched, PoolBody("od", "on_demand", "3.60", 8)));
-  ASSERT_TRUE(CreatePool(sched, PoolBody("spot", "spot", "0.90", 8)));
   const std::string alice = sched.NewToken("vision", "alice");
   const std::string bob = sched.NewToken("speech", "bob");
   const std::string worker = sched.NewToken("infra", "w", "worker");
   std::vector<std::int64_t> jobs;
   for (const auto& [token, steps] : {std::pair{alice, 20}, std::pair{alice, 30},
                                      std::pair{bob, 25}}) {
-    json body = {{"command", {"bash", FRUGAL_TRAIN_SH}},
-                 {"env", {{"TRAIN_STEPS", std::to_string(steps)}, {"CHECKPOINT_EVERY", "5"},
-                          {"STEP_SECONDS", "0.1"}, {"FRUGAL_CLI", FRUGAL_CLI_BIN}}},
-                 {"tolerance", "checkpointed"}};
-    auto r = sched.Call("POST", "/v1/jobs", token, body.dump());
-    ASSERT_EQ(r.status, 201) << r.raw;
-    jobs.push_back(r.body["id"].get<std::int64_t>());
+    jobs.push_back(cluster.SubmitTrain(token, steps));
+    ASSERT_NE(jobs.back(), 0);
   }
-  // Reclaim whichever spot node runs something, once, to get lost work into the ledger. The
-  // spot pool may grow by a node, as a cloud's spot group replaces a reclaimed instance: a
-  // fixed spot pool with no live node is capacity the policy waits for (decision 0014), and
-  // this notice never takes the node away.
-  WaitFor([&] {
-    for (auto id : jobs) {
-      json j = sched.Call("GET", "/v1/jobs/" + std::to_string(id), admin).body;
-      if (j["state"] == "running" && !j["latest_checkpoint"].is_null() &&
-          j["attempt_history"].back()["pool"] == "spot") {
-        std::ofstream(sched.state_dir() + "/local/" +
-                      j["attempt_history"].back()["node"].get<std::string>() + "/notice")
-            << "test\n";
-        return true;
-      }
-    }
-    return false;
-  }, std::chrono::seconds(30));
-  ASSERT_TRUE(WaitFor([&] {
-    for (auto id : jobs) {
-      auto s = sched.Call("GET", "/v1/jobs/" + std::to_string(id), admin).body["state"];
-      if (s != "succeeded") return false;
-    }
-    return true;
-  }, std::chrono::seconds(120))) << sched.process().Stderr();
+  // Reclaim whichever spot node runs something, once, to get lost work into the ledger.
+  cluster.ReclaimSpotUnderACheckpointedJob(jobs);
+  ASSERT_TRUE(cluster.AllSucceed(jobs, std::chrono::seconds(120))) << sched.process().Stderr();
 
   // Admin: by team, job and pool all sum to the same total, which is positive.
   std::int64_t total = -1;

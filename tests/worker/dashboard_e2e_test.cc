@@ -4,12 +4,10 @@
 // report to the micro-dollar and show each role only what it may see.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <map>
 
-#include "tests/testing/pool_fixture.h"
+#include "tests/testing/local_cluster.h"
 #include "tests/testing/scheduler_fixture.h"
-#include "tests/testing/wait.h"
 
 namespace frugal::testing {
 namespace {
@@ -33,53 +31,23 @@ std::map<std::string, std::int64_t> ReportByKey(const json& report) {
 }
 
 TEST(DashboardE2eTest, ViewsAgreeWithTheLedgerAndRespectRoles) {
-  TempDir dir("frugal-dashboard-e2e");
-  const std::string config = dir.path() + "/scheduler.yaml";
-  std::ofstream(config) << "lease_ttl: 3s\nheartbeat_interval: 1s\ncycle_interval: 1s\n"
-                           "local_workers:\n"
-                           "  - {pool: od, gpus_per_node: 2, restart_delay: 1s}\n"
-                           "  - {pool: spot, nodes: 2, gpus_per_node: 2, restart_delay: 1s,"
-                           " grace: 2s}\n";
-  SchedulerProcess::Options o;
-  o.extra_args = {"--config", config};
-  SchedulerProcess sched(o);
+  LocalCluster cluster("nodes: 2");
+  ASSERT_TRUE(cluster.ok());
+  SchedulerProcess& sched = cluster.sched();
   const std::string admin = sched.admin_token();
-  ASSERT_TRUE(CreatePool(sched, PoolBody("od", "on_demand", "3.60", 8)));
-  ASSERT_TRUE(CreatePool(sched, PoolBody("spot", "spot", "0.90", 8)));
   const std::string alice = sched.NewToken("vision", "alice");
   const std::string bob = sched.NewToken("speech", "bob");
   std::vector<std::pair<std::int64_t, std::string>> jobs;  // id, owner's token
+  std::vector<std::int64_t> ids;
   for (const auto& [token, steps] : {std::pair{alice, 30}, std::pair{bob, 20}}) {
-    json body = {{"command", {"bash", FRUGAL_TRAIN_SH}},
-                 {"env", {{"TRAIN_STEPS", std::to_string(steps)}, {"CHECKPOINT_EVERY", "5"},
-                          {"STEP_SECONDS", "0.1"}, {"FRUGAL_CLI", FRUGAL_CLI_BIN}}},
-                 {"tolerance", "checkpointed"}};
-    auto r = sched.Call("POST", "/v1/jobs", token, body.dump());
-    ASSERT_EQ(r.status, 201) << r.raw;
-    jobs.emplace_back(r.body["id"].get<std::int64_t>(), token);
+    ids.push_back(cluster.SubmitTrain(token, steps));
+    ASSERT_NE(ids.back(), 0);
+    jobs.emplace_back(ids.back(), token);
   }
   // a. Reclaim the spot node under the first checkpointed job, once.
-  std::int64_t victim = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    for (const auto& [id, token] : jobs) {
-      json j = sched.Call("GET", "/v1/jobs/" + std::to_string(id), admin).body;
-      if (j["state"] == "running" && !j["latest_checkpoint"].is_null() &&
-          j["attempt_history"].back()["pool"] == "spot") {
-        std::ofstream(sched.state_dir() + "/local/" +
-                      j["attempt_history"].back()["node"].get<std::string>() + "/notice")
-            << "test\n";
-        victim = id;
-        return true;
-      }
-    }
-    return false;
-  }, std::chrono::seconds(30)));
-  ASSERT_TRUE(WaitFor([&] {
-    for (const auto& [id, token] : jobs)
-      if (sched.Call("GET", "/v1/jobs/" + std::to_string(id), admin).body["state"] != "succeeded")
-        return false;
-    return true;
-  }, std::chrono::seconds(120))) << sched.process().Stderr();
+  const std::int64_t victim = cluster.ReclaimSpotUnderACheckpointedJob(ids);
+  ASSERT_NE(victim, 0);
+  ASSERT_TRUE(cluster.AllSucceed(ids, std::chrono::seconds(120))) << sched.process().Stderr();
 
   // b. Timelines: attempts and cost as the job detail and the cost report by job say.
   const json by_job = sched.Call("GET", "/v1/reports/cost?by=job", admin).body;
