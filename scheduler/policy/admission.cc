@@ -15,11 +15,11 @@ std::string JobList(const std::vector<model::JobId>& ids) {
   return out;
 }
 
+}  // namespace
+
 bool Ready(const model::PendingJob& job) {
   return !job.failed_dependency && job.waiting_for.empty();
 }
-
-}  // namespace
 
 void EnforceAdmission(const model::Snapshot& s, model::Plan& plan, const AdmissionRules& rules) {
   std::map<model::JobId, const model::PendingJob*> jobs;

@@ -42,6 +42,9 @@ struct AdmissionRules {
 void EnforceAdmission(const model::Snapshot& snapshot, model::Plan& plan,
                       const AdmissionRules& rules);
 
+// Whether `job` could start now as far as its dependencies go (none unfinished or failed).
+bool Ready(const model::PendingJob& job);
+
 // Node requests, after EnforceAdmission took the admitted jobs from the book (decision 0016):
 // a new node is there for the jobs it was asked for, so each job a request names is judged
 // and taken from the book as if admitted, in request order, asking what ask_on says (a job

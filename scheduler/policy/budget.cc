@@ -17,10 +17,6 @@ const model::Pool* PoolOf(const model::Snapshot& s, model::PoolId id) {
 
 bool Paid(const model::Pool& pool) { return pool.kind != model::CapacityKind::kReserved; }
 
-bool Ready(const model::PendingJob& job) {
-  return !job.failed_dependency && job.waiting_for.empty();
-}
-
 bool MayUse(const model::PendingJob& job, const model::Pool& pool) {
   return PoolFits(job.gpu_types, job.min_gpu_mem_gb, pool) && MayRunOn(job.tolerance, pool.kind);
 }
