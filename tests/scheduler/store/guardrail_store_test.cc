@@ -68,6 +68,26 @@ class GuardrailStoreTest : public testing::StoreTest {
     return policy::IdleBatchOf(snap);
   }
 
+  // The attempt reports `utilization` % and has been idle for `seconds`: what the
+  // guardrail decides about the idle attempts of the next cycle.
+  std::vector<model::IdleAction> IdleFor(model::AttemptId attempt, int seconds, int utilization) {
+    Beat({{{"attempt_id", attempt}, {"utilization", utilization}}});
+    Age(attempt, seconds);
+    auto batch = LoadIdleAttempts();
+    EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+    return batch.ok() ? policy::DecideIdle(*batch) : std::vector<model::IdleAction>{};
+  }
+
+  // The worker's side of a stop order: the next heartbeat brings it with `reason`, and the
+  // attempt ends with `outcome`. The job as it ends.
+  StatusOr<model::Job> WorkerStops(model::AttemptId attempt, const std::string& reason,
+                                   Outcome outcome) {
+    auto reply = Beat({});
+    EXPECT_EQ(reply.stops.size(), 1u);
+    if (!reply.stops.empty()) EXPECT_EQ(reply.stops[0].reason, reason);
+    return store_->FinishAttempt(attempt, epoch_, outcome, std::nullopt);
+  }
+
   // An idle stop shows as one: the attempt's stop kind in the job's history and timeline,
   // its cause among the interruptions, and /metrics' idle stop count by action (and, for a
   // requeue, its preemption cause).
@@ -225,9 +245,7 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   ASSERT_TRUE(store_->CommitCheckpoint({first, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   // a. Idle for the window: requeued (the first time), and the job counts it.
-  Beat({{{"attempt_id", first}, {"utilization", 0}}});
-  Age(first, 1801);
-  auto requeue = policy::DecideIdle(*LoadIdleAttempts());
+  auto requeue = IdleFor(first, 1801, 0);
   ASSERT_EQ(requeue.size(), 1u);
   ASSERT_EQ(requeue[0].stop, model::IdleStep::kRequeue);
   ASSERT_EQ(*store_->ApplyIdleActions(requeue), 1);
@@ -243,19 +261,14 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   const auto second = placed.assignments[0].attempt_id;
   ASSERT_NE(second, first);
   running_ = {second};
-  Beat({{{"attempt_id", second}, {"utilization", 0}}});
-  Age(second, 1801);
+  auto stop = IdleFor(second, 1801, 0);
   auto batch = *LoadIdleAttempts();
   ASSERT_EQ(batch.attempts.size(), 1u);
   EXPECT_EQ(batch.attempts[0].idle_requeues, 1);
-  auto stop = policy::DecideIdle(batch);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_EQ(stop[0].stop, model::IdleStep::kStop);
   ASSERT_EQ(*store_->ApplyIdleActions(stop), 1);
-  auto reply = Beat({});
-  ASSERT_EQ(reply.stops.size(), 1u);
-  EXPECT_EQ(reply.stops[0].reason, "cancelled");
-  auto done = store_->FinishAttempt(second, epoch_, Outcome::kCancelled, std::nullopt);
+  auto done = WorkerStops(second, "cancelled", Outcome::kCancelled);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state, model::JobState::kCancelled);
   EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 again after 1 idle requeue(s)");
@@ -265,16 +278,11 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
 TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   auto [job, attempt] = Running();
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
-  Beat({{{"attempt_id", attempt}, {"utilization", 1}}});
-  Age(attempt, 4000);
-  auto actions = policy::DecideIdle(*LoadIdleAttempts());
+  auto actions = IdleFor(attempt, 4000, 1);
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].stop, model::IdleStep::kStop);
   EXPECT_EQ(*store_->ApplyIdleActions(actions), 1);
-  auto reply = Beat({});
-  ASSERT_EQ(reply.stops.size(), 1u);
-  EXPECT_EQ(reply.stops[0].reason, "cancelled");
-  auto done = store_->FinishAttempt(attempt, epoch_, Outcome::kCancelled, std::nullopt);
+  auto done = WorkerStops(attempt, "cancelled", Outcome::kCancelled);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kCancelled);
   EXPECT_EQ(done->reason, "stopped: GPUs idle on w1 and the job never checkpointed");
