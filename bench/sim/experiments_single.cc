@@ -100,8 +100,8 @@ Bar NoMisses(const std::string& experiment, const Aggregate& a) {
           std::to_string(misses) + " missed of " + std::to_string(n) + " runs"};
 }
 
-void WriteOutputs(const SimOptions& o, const SingleJobSpec& spec, const std::vector<RunRecord>& runs,
-                  const Aggregate& a) {
+void WriteOutputs(const SimOptions& o, const SingleJobSpec& spec,
+                  const std::vector<RunRecord>& runs, const Aggregate& a) {
   WriteRunsCsv(o.out_dir + "/runs_" + spec.experiment + ".csv", spec, runs);
   WriteCellsCsv(o.out_dir + "/cells_" + spec.experiment + ".csv", spec, a);
 }
@@ -130,7 +130,8 @@ void WritePlotData(const SimOptions& o, const std::vector<RunRecord>& runs, cons
     d << static_cast<double>(i) / points;
     for (const auto& p : a.policies) {
       const auto& v = by_policy[p];
-      size_t k = std::min(v.size() - 1, static_cast<size_t>(std::ceil(i * v.size() / double(points))) - 1);
+      size_t k =
+          std::min(v.size() - 1, static_cast<size_t>(std::ceil(i * v.size() / double(points))) - 1);
       d << ' ' << v[k];
     }
     d << "\n";
@@ -167,8 +168,10 @@ std::string WriteTimeline(const SimOptions& o, const SingleJobSpec& spec) {
     for (const auto& run : r) {
       if (t < static_cast<int>(run.timeline.size())) {
         const TimelineStep& s = run.timeline[t];
-        int code = s.phase == Phase::kIdle ? 0 : s.phase == Phase::kChangeover ? 1
-                 : s.where == kOnDemand    ? 3 : 2;
+        int code = s.phase == Phase::kIdle         ? 0
+                   : s.phase == Phase::kChangeover ? 1
+                   : s.where == kOnDemand          ? 3
+                                                   : 2;
         f << ' ' << code << ' ' << s.progress * m.StepHours();
       } else {
         f << " 0 " << spec.work_hours;
@@ -183,6 +186,14 @@ std::string WriteTimeline(const SimOptions& o, const SingleJobSpec& spec) {
          ", greedy " + Fixed(r[2].cost / norm, 3) + " (normalised cost).\n\n";
 }
 
+// A section that says why an experiment did not run: a traces directory (--traces) may
+// hold only some of the series kinds.
+Section Skipped(const std::string& heading, const std::string& why) {
+  Section sec;
+  sec.markdown = heading + "\n\nSkipped: " + why + " in the traces directory.\n";
+  return sec;
+}
+
 }  // namespace
 
 Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
@@ -194,7 +205,8 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
       spec.cases.push_back({s.Name(), MakeMarket({&s}, 1, traces.step_seconds), {}});
   FillSpec(spec, o, o.starts);
   Section sec;
-  if (spec.cases.empty()) return sec;
+  if (spec.cases.empty())
+    return Skipped("## Experiment 1: single job, single zone", "no single-instance GPU series");
   std::vector<RunRecord> runs = RunSingleJobs(spec, o.threads);
   Aggregate a = AggregateRuns(runs);
   WriteOutputs(o, spec, runs, a);
@@ -226,21 +238,21 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
     }
   }
   sec.bars.push_back(NoMisses("Experiment 1", a));
-  sec.bars.push_back({"Experiment 1: Frugal captures >= 94% of the optimum's savings", share >= 0.94,
-                      Percent(share) + " (uniform-progress " +
-                          Percent(Captured(a.overall.at(kUp).mean, a.overall.at(kOptimumName).mean)) + ")"});
-  sec.bars.push_back({"Experiment 1: no cell with Frugal's mean > 1.01 x Uniform Progress's",
-                      worse == 0,
-                      std::to_string(worse) + " of " + std::to_string(a.cells.size()) +
-                          " cells above; worst " + Fixed(worst, 3) + "x (" + worst_cell + ")" +
-                          (worse ? "; in those cells Uniform Progress missed " +
-                                       std::to_string(worse_up_misses) + " of " +
-                                       std::to_string(worse_runs) + " deadlines (" +
-                                       std::to_string(worse_up_clean) + " cells without a miss)"
-                                 : std::string()) +
-                          "; against " + kUpSafe + " (" + std::to_string(a.overall.at(kUpSafe).misses) +
-                          " misses, not a bar): " + std::to_string(worse_safe) +
-                          " cells above, worst " + Fixed(worst_safe, 3) + "x"});
+  sec.bars.push_back(
+      {"Experiment 1: Frugal captures >= 94% of the optimum's savings", share >= 0.94,
+       Percent(share) + " (uniform-progress " +
+           Percent(Captured(a.overall.at(kUp).mean, a.overall.at(kOptimumName).mean)) + ")"});
+  sec.bars.push_back(
+      {"Experiment 1: no cell with Frugal's mean > 1.01 x Uniform Progress's", worse == 0,
+       std::to_string(worse) + " of " + std::to_string(a.cells.size()) + " cells above; worst " +
+           Fixed(worst, 3) + "x (" + worst_cell + ")" +
+           (worse ? "; in those cells Uniform Progress missed " + std::to_string(worse_up_misses) +
+                        " of " + std::to_string(worse_runs) + " deadlines (" +
+                        std::to_string(worse_up_clean) + " cells without a miss)"
+                  : std::string()) +
+           "; against " + kUpSafe + " (" + std::to_string(a.overall.at(kUpSafe).misses) +
+           " misses, not a bar): " + std::to_string(worse_safe) + " cells above, worst " +
+           Fixed(worst_safe, 3) + "x"});
   // The paper's own setting as a check of the simulator: no work lost to a reclaim
   // (a checkpoint every step), fewer submission points. Not a bar.
   std::string check;
@@ -253,21 +265,24 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
     Aggregate pa = AggregateRuns(prun);
     WriteOutputs(o, paper, prun, pa);
     check = "Check against the paper's setting (no work lost to a reclaim, " +
-            std::to_string(paper.starts) + " submission points per series; not a bar). "
+            std::to_string(paper.starts) +
+            " submission points per series; not a bar). "
             "Can't Be Late reports Uniform Progress at about 88% of the optimum's savings on "
-            "these traces:\n\n" + PolicyTable(pa.policies, pa.overall) + "\n";
+            "these traces:\n\n" +
+            PolicyTable(pa.policies, pa.overall) + "\n";
   }
   std::ostringstream md;
   md << "## Experiment 1: single job, single zone\n\n"
      << spec.cases.size() << " single-instance GPU series, " << spec.starts
      << " random submission points each, C0 = " << spec.work_hours << " h, C0/R0 in {";
   for (size_t i = 0; i < spec.fractions.size(); ++i) md << (i ? ", " : "") << spec.fractions[i];
-  md << "}, d in {0.05, 0.2} h, a checkpoint every " << spec.checkpoint_hours * 60
-     << " min; " << runs.size() << " runs.\n\n"
+  md << "}, d in {0.05, 0.2} h, a checkpoint every " << spec.checkpoint_hours * 60 << " min; "
+     << runs.size() << " runs.\n\n"
      << Tables(spec, a) << check << WriteTimeline(o, spec);
   sec.markdown = md.str();
-  sec.headline = {"Exp 1 mean cost (on-demand = 1): frugal " + Fixed(a.overall.at(kFrugal).mean, 3) +
-                  ", uniform-progress " + Fixed(a.overall.at(kUp).mean, 3) + ", greedy " +
+  sec.headline = {"Exp 1 mean cost (on-demand = 1): frugal " +
+                  Fixed(a.overall.at(kFrugal).mean, 3) + ", uniform-progress " +
+                  Fixed(a.overall.at(kUp).mean, 3) + ", greedy " +
                   Fixed(a.overall.at("greedy").mean, 3) + ", optimum " +
                   Fixed(a.overall.at(kOptimumName).mean, 3)};
   sec.seconds = Seconds(t0);
@@ -285,37 +300,45 @@ Section RunExperiment2(const TraceSet& traces, const SimOptions& o) {
     if (s.IsGpu()) groups[{s.file, s.instance_type}].push_back(&s);
   for (const auto& [key, zones] : groups) {
     if (zones.size() < 3) continue;
-    Case c{zones.front()->trace_set + "/" + key.second + " x" + std::to_string(zones.size()) + " zones",
-           MakeMarket(zones, 1, traces.step_seconds), {}};
+    Case c{zones.front()->trace_set + "/" + key.second + " x" + std::to_string(zones.size()) +
+               " zones",
+           MakeMarket(zones, 1, traces.step_seconds),
+           {}};
     for (const auto* z : zones) c.per_zone.push_back(MakeMarket({z}, 1, traces.step_seconds));
     spec.cases.push_back(std::move(c));
   }
   FillSpec(spec, o, o.multi_starts);
   if (o.smoke && spec.cases.size() > 1) spec.cases.resize(1);
   Section sec;
-  if (spec.cases.empty()) return sec;
+  if (spec.cases.empty())
+    return Skipped("## Experiment 2: single job, many zones",
+                   "no (file, instance type) with at least three GPU zones");
   std::vector<RunRecord> runs = RunSingleJobs(spec, o.threads);
   Aggregate a = AggregateRuns(runs);
   WriteOutputs(o, spec, runs, a);
   double frugal = a.overall.at(kFrugal).mean, up1 = a.overall.at(kUpZoneMeanName).mean;
   double opt = a.overall.at(kOptimumName).mean;
   sec.bars.push_back(NoMisses("Experiment 2", a));
-  sec.bars.push_back({"Experiment 2: Frugal <= 0.73 x single-zone Uniform Progress", frugal <= 0.73 * up1,
-                      Fixed(frugal / up1, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(up1, 3) + ")"});
-  sec.bars.push_back({"Experiment 2: Frugal within 10% of the multi-zone optimum", frugal <= 1.10 * opt,
-                      Fixed(frugal / opt, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(opt, 3) + ")"});
+  sec.bars.push_back(
+      {"Experiment 2: Frugal <= 0.73 x single-zone Uniform Progress", frugal <= 0.73 * up1,
+       Fixed(frugal / up1, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(up1, 3) + ")"});
+  sec.bars.push_back(
+      {"Experiment 2: Frugal within 10% of the multi-zone optimum", frugal <= 1.10 * opt,
+       Fixed(frugal / opt, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(opt, 3) + ")"});
   std::ostringstream md;
   md << "## Experiment 2: single job, many zones\n\n"
      << "The job may move between zones at the changeover d. " << kUpZoneMeanName
      << " is Uniform Progress pinned to one zone, averaged over the zones (the zone a user "
         "would have picked); skypilot is managed spot with EAGER_NEXT_REGION; frugal sees one "
         "spot pool per zone; the optimum moves between zones with full knowledge. "
-     << spec.starts << " submission points per group; costs normalised to on-demand in the "
+     << spec.starts
+     << " submission points per group; costs normalised to on-demand in the "
         "cheapest region.\n\n"
      << Tables(spec, a);
   sec.markdown = md.str();
-  sec.headline = {"Exp 2 mean cost: frugal " + Fixed(frugal, 3) + ", single-zone UP " + Fixed(up1, 3) +
-                  ", skypilot " + Fixed(a.overall.at("skypilot").mean, 3) + ", optimum " + Fixed(opt, 3)};
+  sec.headline = {"Exp 2 mean cost: frugal " + Fixed(frugal, 3) + ", single-zone UP " +
+                  Fixed(up1, 3) + ", skypilot " + Fixed(a.overall.at("skypilot").mean, 3) +
+                  ", optimum " + Fixed(opt, 3)};
   sec.seconds = Seconds(t0);
   return sec;
 }
@@ -327,10 +350,13 @@ Section RunExperiment3(const TraceSet& traces, const SimOptions& o) {
   for (const auto& s : traces.series)
     if (s.IsGpu() && s.instances_probed > 1)
       spec.cases.push_back({s.Name() + " gang of " + std::to_string(s.instances_probed),
-                            MakeMarket({&s}, s.instances_probed, traces.step_seconds), {}});
+                            MakeMarket({&s}, s.instances_probed, traces.step_seconds),
+                            {}});
   FillSpec(spec, o, o.gang_starts);
   Section sec;
-  if (spec.cases.empty()) return sec;
+  if (spec.cases.empty())
+    return Skipped("## Experiment 3: gang jobs",
+                   "no GPU series probed out of more than one instance");
   std::vector<RunRecord> runs = RunSingleJobs(spec, o.threads);
   Aggregate a = AggregateRuns(runs);
   WriteOutputs(o, spec, runs, a);

@@ -2,6 +2,7 @@
 // keep. The single-job run uses the slice kept in tests/sim/traces (so it runs everywhere);
 // the cluster run needs ../shared/traces beside the repo and is skipped without it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -70,7 +71,9 @@ TEST_F(SimSmokeTest, FrugalMeetsEveryDeadlineOfADayOfTheClusterTrace) {
   ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACES_DIR));
   SimOptions o;
   o.traces_dir = FRUGAL_TRACES_DIR;
-  o.out_dir = (std::filesystem::temp_directory_path() / "frugal_sim_smoke").string();
+  o.out_dir =
+      (std::filesystem::temp_directory_path() / ("frugal_sim_smoke." + std::to_string(::getpid())))
+          .string();
   std::filesystem::create_directories(o.out_dir);
   o.smoke = true;
   Section s = RunExperiment4(traces_, o);
@@ -78,6 +81,29 @@ TEST_F(SimSmokeTest, FrugalMeetsEveryDeadlineOfADayOfTheClusterTrace) {
   EXPECT_EQ(s.bars[0].name, "Experiment 4: zero deadline misses for Frugal");
   EXPECT_TRUE(s.bars[0].pass) << s.bars[0].measured;
   std::filesystem::remove_all(o.out_dir);
+}
+
+// A traces directory may hold only some kinds of series (--traces on other data): an
+// experiment with nothing to run says so in the report instead of vanishing from it.
+TEST_F(SimSmokeTest, AnExperimentWithNoSeriesOfItsKindSaysWhyInTheReport) {
+  ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACE_SLICE_DIR));  // one zone, one instance
+  SimOptions o;
+  o.traces_dir = FRUGAL_TRACE_SLICE_DIR;
+  o.smoke = true;
+  Section multi = RunExperiment2(traces_, o);
+  EXPECT_TRUE(multi.bars.empty());
+  EXPECT_NE(multi.markdown.find("Skipped: no (file, instance type) with at least three GPU zones"),
+            std::string::npos)
+      << multi.markdown;
+  Section gang = RunExperiment3(traces_, o);
+  EXPECT_TRUE(gang.bars.empty());
+  EXPECT_NE(gang.markdown.find("Skipped: no GPU series probed out of more than one instance"),
+            std::string::npos)
+      << gang.markdown;
+  Section cluster = RunExperiment4(traces_, o);
+  EXPECT_TRUE(cluster.bars.empty());
+  EXPECT_NE(cluster.markdown.find("Skipped: not_found: cannot open"), std::string::npos)
+      << cluster.markdown;
 }
 
 }  // namespace
