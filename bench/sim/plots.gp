@@ -12,7 +12,7 @@ set title "Experiment 1: mean cost vs job fraction (on-demand only = 1)"
 set xlabel "job fraction C0/R0"
 set ylabel "mean normalised cost"
 set yrange [0:1.1]
-plot for [c=2:6] dir."/plot_cost_vs_fraction.dat" using 1:c with linespoints lw 2 title columnheader(c)
+plot for [c=2:8] dir."/plot_cost_vs_fraction.dat" using 1:c with linespoints lw 2 title columnheader(c)
 
 # 2. Distribution of the normalised cost over every run, per policy (experiment 1).
 set output dir."/cost_distribution.png"
@@ -21,7 +21,7 @@ set xlabel "normalised cost"
 set ylabel "share of runs at or below"
 set xrange [0:1.4]
 set yrange [0:1]
-plot for [c=2:6] dir."/plot_cost_dist.dat" using c:1 with lines lw 2 title columnheader(c)
+plot for [c=2:8] dir."/plot_cost_dist.dat" using c:1 with lines lw 2 title columnheader(c)
 unset xrange
 
 # 3. One job's timeline: where it runs, and its progress.

@@ -11,6 +11,7 @@
 #include "bench/sim/baselines.h"
 #include "bench/sim/engine.h"
 #include "bench/sim/frugal_controller.h"
+#include "bench/sim/model_dp.h"
 #include "bench/sim/optimum.h"
 
 namespace frugal::sim {
@@ -26,16 +27,16 @@ void ParallelFor(int n, int threads, const std::function<void(int)>& fn) {
   for (auto& t : pool) t.join();
 }
 
-std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t seed) {
+std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t seed, int first) {
   std::uint64_t h = seed;
   for (char ch : c.name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   std::mt19937_64 rng(h);
   int last = c.market.steps - window;
-  if (last < 0) return {};
+  if (last < first) return {};
   std::set<int> picked;
-  std::uniform_int_distribution<int> pick(0, last);
+  std::uniform_int_distribution<int> pick(first, last);
   int tries = 0;
-  while (static_cast<int>(picked.size()) < std::min(n, last + 1) && tries++ < 100 * n)
+  while (static_cast<int>(picked.size()) < std::min(n, last - first + 1) && tries++ < 100 * n)
     picked.insert(pick(rng));
   return {picked.begin(), picked.end()};
 }
@@ -71,72 +72,104 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
   for (int c = 0; c < static_cast<int>(spec.cases.size()); ++c) {
     const Market& m = spec.cases[c].market;
     int window = static_cast<int>(std::ceil(spec.work_hours / min_fraction / m.StepHours()));
-    for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed)) tasks.push_back({c, s});
+    const int first = spec.reference_out_of_sample ? m.steps / 2 : 0;
+    for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed, first))
+      tasks.push_back({c, s});
   }
   std::vector<std::vector<RunRecord>> out(tasks.size());
-  ParallelFor(static_cast<int>(tasks.size()), threads, [&](int i) {
-    const Task& task = tasks[i];
-    const Case& c = spec.cases[task.case_index];
-    OnDemandOnly od;
-    Greedy greedy;
-    UniformProgress up;
-    UniformProgress up_safe(/*keep_rework=*/true);
-    SkyPilotFailover sky;
-    for (double f : spec.fractions) {
-      for (size_t di = 0; di < spec.d_hours.size(); ++di) {
-        const double d = spec.d_hours[di];
-        FrugalController fc(*frugal[di], {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
-        JobShape job = ShapeFor(c.market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
-        double norm = OnDemandCost(c.market, job);
-        auto record = [&](const std::string& name, double cost, const RunResult* r) {
-          RunRecord run;
-          run.case_index = task.case_index;
-          run.fraction = f;
-          run.d_hours = d;
-          run.start = task.start;
-          run.policy = name;
-          run.cost = cost;
-          run.norm = cost / norm;
-          if (r) {
-            run.missed = r->missed;
-            run.finish_hours = r->finish * c.market.StepHours();
-            run.reclaims = r->reclaims;
-            run.lost_hours = r->lost_steps * c.market.StepHours();
-            run.spot_hours = r->spot_steps * c.market.StepHours();
-            run.od_hours = r->od_steps * c.market.StepHours();
-            run.launches = r->launches;
-          }
-          out[i].push_back(run);
-        };
-        auto simulate = [&](const Market& m, Controller& ctl) {
-          RunResult r = RunJob(m, job, ctl);
-          record(ctl.Name(), r.cost, &r);
-        };
-        simulate(c.market, od);
-        if (!spec.multi_zone) {
-          simulate(c.market, greedy);
-          simulate(c.market, up);
-          simulate(c.market, up_safe);
-        } else {
-          simulate(c.market, sky);
-          // Single-zone Uniform Progress: the job pinned to one zone (the user picked it),
-          // each zone equally likely: its expected cost is the mean over zones.
-          double sum = 0;
-          int missed = 0;
-          for (const Market& zm : c.per_zone) {
-            RunResult r = RunJob(zm, job, up);
-            sum += r.cost;
-            missed += r.missed;
-          }
-          RunResult mean;
-          mean.missed = missed > 0;
-          record(kUpZoneMeanName, sum / std::max<size_t>(1, c.per_zone.size()), &mean);
-        }
-        simulate(c.market, fc);
-        record(kOptimumName, OptimumCost(c.market, job), nullptr);
-      }
+  // One case at a time: the reference's tables (hundreds of MB each) live for one case.
+  for (size_t first = 0; first < tasks.size();) {
+    size_t last = first;
+    while (last < tasks.size() && tasks[last].case_index == tasks[first].case_index) ++last;
+    const Case& this_case = spec.cases[tasks[first].case_index];
+    SpotChain chain;
+    std::vector<std::unique_ptr<ChainDpTable>> reference(spec.d_hours.size());
+    if (spec.reference_bins > 0 && this_case.market.zones.size() == 1) {
+      const Market& m = this_case.market;
+      double price = 0;
+      for (double p : m.zones[0].price) price += p;
+      chain = FitChain(m.zones[0], 0, spec.reference_out_of_sample ? m.steps / 2 : m.steps,
+                       spec.reference_bins, m.steps ? price / m.steps / m.od_price : 1);
+      ParallelFor(static_cast<int>(spec.d_hours.size()), threads, [&](int di) {
+        JobShape widest =
+            ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di], spec.checkpoint_hours, 0);
+        reference[di] = std::make_unique<ChainDpTable>(chain, widest.deadline, widest.work,
+                                                       widest.changeover, widest.checkpoint);
+      });
     }
-  });
+    ParallelFor(static_cast<int>(last - first), threads, [&](int k) {
+      const int i = static_cast<int>(first) + k;
+      const Task& task = tasks[i];
+      const Case& c = spec.cases[task.case_index];
+      OnDemandOnly od;
+      Greedy greedy;
+      UniformProgress up;
+      UniformProgress up_safe(/*keep_rework=*/true);
+      SkyPilotFailover sky;
+      for (double f : spec.fractions) {
+        for (size_t di = 0; di < spec.d_hours.size(); ++di) {
+          const double d = spec.d_hours[di];
+          FrugalController fc(*frugal[di],
+                              {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
+          JobShape job =
+              ShapeFor(c.market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
+          double norm = OnDemandCost(c.market, job);
+          auto record = [&](const std::string& name, double cost, const RunResult* r) {
+            RunRecord run;
+            run.case_index = task.case_index;
+            run.fraction = f;
+            run.d_hours = d;
+            run.start = task.start;
+            run.policy = name;
+            run.cost = cost;
+            run.norm = cost / norm;
+            if (r) {
+              run.missed = r->missed;
+              run.finish_hours = r->finish * c.market.StepHours();
+              run.reclaims = r->reclaims;
+              run.lost_hours = r->lost_steps * c.market.StepHours();
+              run.spot_hours = r->spot_steps * c.market.StepHours();
+              run.od_hours = r->od_steps * c.market.StepHours();
+              run.launches = r->launches;
+            }
+            out[i].push_back(run);
+          };
+          auto simulate = [&](const Market& m, Controller& ctl) {
+            RunResult r = RunJob(m, job, ctl);
+            record(ctl.Name(), r.cost, &r);
+          };
+          simulate(c.market, od);
+          if (!spec.multi_zone) {
+            simulate(c.market, greedy);
+            simulate(c.market, up);
+            simulate(c.market, up_safe);
+          } else {
+            simulate(c.market, sky);
+            // Single-zone Uniform Progress: the job pinned to one zone (the user picked it),
+            // each zone equally likely: its expected cost is the mean over zones.
+            double sum = 0;
+            int missed = 0;
+            for (const Market& zm : c.per_zone) {
+              RunResult r = RunJob(zm, job, up);
+              sum += r.cost;
+              missed += r.missed;
+            }
+            RunResult mean;
+            mean.missed = missed > 0;
+            record(kUpZoneMeanName, sum / std::max<size_t>(1, c.per_zone.size()), &mean);
+          }
+          simulate(c.market, fc);
+          if (reference[di]) {
+            ChainDpController ref(*reference[di], chain);
+            RunResult r = RunJob(c.market, job, ref);
+            record(kReferenceName, r.cost, &r);
+          }
+          record(kOptimumName, OptimumCost(c.market, job), nullptr);
+        }
+      }
+    });
+    first = last;
+  }
   std::vector<RunRecord> runs;
   for (auto& v : out) runs.insert(runs.end(), v.begin(), v.end());
   return runs;

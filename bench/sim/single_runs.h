@@ -30,20 +30,26 @@ struct SingleJobSpec {
   std::vector<double> d_hours;    // changeover
   int starts = 300;               // random submission points per case
   std::uint64_t seed = 1;
-  double work_hours = 48;         // C0
+  double work_hours = 48;  // C0
   double checkpoint_hours = 0.25;
   bool multi_zone = false;  // adds SkyPilot failover and single-zone Uniform Progress
   int frugal_cycle_steps = 1;
   double frugal_prior_per_node_hour = 0.1;
+  // > 0: adds the model-optimal reference (model_dp.h) on zone 0, its spot statistics fitted
+  // on the whole series with this many age bins per side. Single-zone cases only.
+  int reference_bins = 0;
+  // The reference learns only from the first half of each series and jobs are submitted in
+  // the second half: the out-of-sample check that the statistics carry over in time.
+  bool reference_out_of_sample = false;
 };
 
 struct RunRecord {
   int case_index = 0;
   double fraction = 0, d_hours = 0;
-  int start = 0;         // market step of submission
+  int start = 0;  // market step of submission
   std::string policy;
-  double cost = 0;       // USD
-  double norm = 0;       // cost / on-demand-only cost
+  double cost = 0;  // USD
+  double norm = 0;  // cost / on-demand-only cost
   bool missed = false;
   double finish_hours = 0;
   int reclaims = 0;
@@ -56,6 +62,7 @@ struct RunRecord {
 inline constexpr const char* kOnDemandName = "on-demand";
 inline constexpr const char* kOptimumName = "optimum";
 inline constexpr const char* kUpZoneMeanName = "uniform-progress-1zone";  // mean over zones
+inline constexpr const char* kReferenceName = "model-optimal";
 
 // Every run of the spec, ordered by (case, start, fraction, d, policy) whatever the thread
 // schedule, so results are the same for a seed. `threads` >= 1. Frugal is the policy
@@ -67,8 +74,9 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads);
 std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours);
 
 // Submission points of a case: `n` distinct steps drawn uniformly (seeded by the spec's
-// seed and the case's name) from those that leave `window` steps of market after them.
-std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t seed);
+// seed and the case's name) from those from `first` on that leave `window` steps of market
+// after them.
+std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t seed, int first = 0);
 
 // The job of a cell on the grid: C0 and R0 rounded down to whole steps, d rounded to the
 // nearest step (at least one).

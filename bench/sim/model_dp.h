@@ -1,0 +1,54 @@
+// An online reference for the single-job problem: the policy that is optimal in expectation
+// when spot availability follows a known Markov chain. The chain's states are (up or down,
+// age of the current spell in bins), so the hazard of a reclaim or of a return may depend on
+// how long the spell has lasted (a semi-Markov model); with one bin it is the two-state chain
+// of the learned reclaim rate and mean outage. A dynamic program over (steps left, work
+// left, instance state, chain state) gives the best action in every state; the controller
+// looks it up each step. A miss is priced as infinite, so the policy never risks one.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "bench/sim/engine.h"
+
+namespace frugal::sim {
+
+struct SpotChain {
+  std::vector<uint8_t> up;                                // per state
+  std::vector<std::vector<std::pair<int, double>>> next;  // per state: (state, probability)
+  std::vector<int> bin_start;                             // first age of each bin (steps)
+  double spot_price = 0.3;                                // per step, on-demand = 1
+  int State(bool is_up, int age) const;                   // age: steps the spell has lasted
+};
+
+// Fits a chain on steps [from, to) of a zone with `bins` age bins per side (1: memoryless).
+SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_ratio);
+
+class ChainDpTable {
+ public:
+  // Solves for jobs of at most `max_work` steps due within `max_time` steps.
+  ChainDpTable(const SpotChain& chain, int max_time, int max_work, int changeover, int checkpoint);
+  // Best target for the view (kIdle, kOnDemand or zone 0); `state` is the chain's state now.
+  int Action(const JobView& v, int state) const;
+
+ private:
+  int Mode(const JobView& v) const;
+  int T_, W_, D_, C_, M_, S_;
+  std::vector<uint8_t> act_;  // per (tau, w, mode, state): 0 idle, 1 od, 2 spot
+};
+
+class ChainDpController final : public Controller {
+ public:
+  ChainDpController(const ChainDpTable& table, const SpotChain& chain)
+      : table_(table), chain_(chain) {}
+  std::string Name() const override { return "model-optimal"; }
+  int Decide(const JobView& v) override;
+
+ private:
+  const ChainDpTable& table_;
+  const SpotChain& chain_;
+};
+
+}  // namespace frugal::sim
