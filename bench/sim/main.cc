@@ -2,7 +2,7 @@
 // placement/cost policy and the published baselines, and writes bench/results/ (report.md,
 // CSVs of every run, plot data). scripts/bench cost runs it and then draws the plots.
 #include <CLI/CLI.hpp>
-
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +14,7 @@
 #include "bench/sim/baselines.h"
 #include "bench/sim/experiments.h"
 #include "bench/sim/frugal_controller.h"
+#include "bench/sim/model_dp.h"
 #include "bench/sim/report.h"
 #include "bench/sim/single_runs.h"
 
@@ -33,7 +34,8 @@ struct ExplainOptions {
 // A traces path as the report shows it: relative to the repository when it is beside it.
 std::string Shown(const std::string& dir) {
   std::error_code ec;
-  auto rel = fs::relative(fs::weakly_canonical(dir, ec), fs::weakly_canonical(FRUGAL_SOURCE_DIR, ec), ec);
+  auto rel =
+      fs::relative(fs::weakly_canonical(dir, ec), fs::weakly_canonical(FRUGAL_SOURCE_DIR, ec), ec);
   return ec || rel.empty() ? dir : rel.string();
 }
 
@@ -57,14 +59,16 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
   Case c{series->Name(), MakeMarket(picked, e.gang, o.step_seconds), {}};
   int start = e.start;
   if (start < 0) {
-    auto starts = StartPoints(c, o.starts, static_cast<int>(48 / 0.6 / c.market.StepHours()) + 1, o.seed);
+    auto starts =
+        StartPoints(c, o.starts, static_cast<int>(48 / 0.6 / c.market.StepHours()) + 1, o.seed);
     start = starts.empty() ? 0 : starts.front();
   }
   JobShape job = ShapeFor(c.market, 48, e.fraction, e.d_hours, o.checkpoint_hours, start);
   auto policy = FrugalPolicyFor(e.d_hours);
   FrugalController fc(*policy, {o.prior_per_node_hour, o.frugal_cycle_steps});
   std::string last;
-  fc.set_observer([&](const JobView& v, const frugal::model::Snapshot& s, const frugal::model::Plan& p) {
+  fc.set_observer([&](const JobView& v, const frugal::model::Snapshot& s,
+                      const frugal::model::Plan& p) {
     std::string what;
     for (const auto& a : p.assignments) what += "assign: " + a.reason + "\n";
     for (const auto& x : p.stops) what += "stop: " + x.reason + "\n";
@@ -72,22 +76,62 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
     if (what == last) return;
     last = what;
     std::string up;
-    for (int z = 0; z < static_cast<int>(c.market.zones.size()); ++z) up += c.market.Up(z, v.step) ? '1' : '0';
+    for (int z = 0; z < static_cast<int>(c.market.zones.size()); ++z)
+      up += c.market.Up(z, v.step) ? '1' : '0';
     std::cout << "t=" << Fixed(v.t * c.market.StepHours(), 2) << "h where="
-              << (v.where == kIdle ? "idle" : v.where == kOnDemand ? "on-demand" : "spot-z" + std::to_string(v.where))
-              << " progress=" << Fixed(v.progress * c.market.StepHours(), 2) << "h saved="
-              << Fixed(v.saved * c.market.StepHours(), 2) << "h spot_up=" << up
+              << (v.where == kIdle       ? "idle"
+                  : v.where == kOnDemand ? "on-demand"
+                                         : "spot-z" + std::to_string(v.where))
+              << " progress=" << Fixed(v.progress * c.market.StepHours(), 2)
+              << "h saved=" << Fixed(v.saved * c.market.StepHours(), 2) << "h spot_up=" << up
               << " rate=" << Fixed(s.pools.front().preemption_rate_per_node_hour, 3) << "/node-h\n"
               << what;
   });
-  RunResult r = RunJob(c.market, job, fc);
+  RunResult r = RunJob(c.market, job, fc, /*record=*/true);
   UniformProgress up;
-  RunResult ru = RunJob(c.market, job, up);
+  RunResult ru = RunJob(c.market, job, up, /*record=*/true);
   std::cout << "frugal: cost " << Fixed(r.cost / OnDemandCost(c.market, job), 3)
             << " of on-demand, finished at " << Fixed(r.finish * c.market.StepHours(), 1)
             << " h (deadline " << Fixed(job.deadline * c.market.StepHours(), 1) << " h), "
-            << r.reclaims << " reclaims; uniform-progress " << Fixed(ru.cost / OnDemandCost(c.market, job), 3)
-            << "\n";
+            << r.reclaims << " reclaims; uniform-progress "
+            << Fixed(ru.cost / OnDemandCost(c.market, job), 3) << "\n";
+  if (c.market.zones.size() != 1) return 0;
+  // Side by side with the model-optimal reference (decision 0017), a step a character.
+  const Market& m = c.market;
+  double price = 0;
+  for (double p : m.zones[0].price) price += p;
+  SpotChain chain = FitChain(m.zones[0], 0, m.steps, 8, price / m.steps / m.od_price);
+  ChainDpTable table(chain, job.deadline, job.work, job.changeover, job.checkpoint);
+  ChainDpController reference(table, chain);
+  RunResult rr = RunJob(m, job, reference, /*record=*/true);
+  std::cout << "model-optimal: cost " << Fixed(rr.cost / OnDemandCost(m, job), 3) << "\n"
+            << "timelines, one character a step (" << m.step_seconds
+            << " s): spot 1 up / 0 down; s spot, o on-demand, c changeover, . idle\n";
+  auto line = [&](const RunResult& run, int from, int to) {
+    std::string out;
+    for (int t = from; t < to; ++t) {
+      if (t >= static_cast<int>(run.timeline.size())) {
+        out += ' ';
+        continue;
+      }
+      const TimelineStep& st = run.timeline[t];
+      out += st.phase == Phase::kIdle         ? '.'
+             : st.phase == Phase::kChangeover ? 'c'
+             : st.where == kOnDemand          ? 'o'
+                                              : 's';
+    }
+    return out;
+  };
+  const int width = 100, end = std::max({r.finish, ru.finish, rr.finish});
+  for (int from = 0; from < end; from += width) {
+    const int to = std::min(end, from + width);
+    std::string spot;
+    for (int t = from; t < to; ++t) spot += m.Up(0, job.start + t) ? '1' : '0';
+    std::cout << "\n"
+              << Fixed(from * m.StepHours(), 1) << " h\n  spot      " << spot << "\n  frugal    "
+              << line(r, from, to) << "\n  up        " << line(ru, from, to) << "\n  reference "
+              << line(rr, from, to) << "\n";
+  }
   return 0;
 }
 
@@ -106,18 +150,21 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "worker threads");
   app.add_option("--seed", o.seed, "seed for submission points and deadlines");
   app.add_option("--starts", o.starts, "submission points per series, experiment 1");
-  app.add_option("--multi-starts", o.multi_starts, "submission points per zone group, experiment 2");
+  app.add_option("--multi-starts", o.multi_starts,
+                 "submission points per zone group, experiment 2");
   app.add_option("--gang-starts", o.gang_starts, "submission points per series, experiment 3");
   app.add_option("--step-seconds", o.step_seconds, "grid step (must divide 180)");
   app.add_option("--checkpoint-hours", o.checkpoint_hours, "job checkpoint interval");
   app.add_option("--cycle-steps", o.frugal_cycle_steps, "Frugal decides at least this often");
   ExplainOptions explain;
-  app.add_option("--explain", explain.series, "replay one job with Frugal on the series matching this and print its decisions");
+  app.add_option("--explain", explain.series,
+                 "replay one job with Frugal on the series matching this and print its decisions");
   app.add_option("--explain-start", explain.start, "submission step for --explain");
   app.add_option("--explain-fraction", explain.fraction, "C0/R0 for --explain");
   app.add_option("--explain-d", explain.d_hours, "changeover hours for --explain");
   app.add_option("--explain-gang", explain.gang, "gang size for --explain");
-  app.add_flag("--explain-zones", explain.zones, "--explain over every zone of the series' instance type");
+  app.add_flag("--explain-zones", explain.zones,
+               "--explain over every zone of the series' instance type");
   CLI11_PARSE(app, argc, argv);
   if (o.threads < 1) o.threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -149,9 +196,10 @@ int main(int argc, char** argv) {
 
   std::ostringstream md;
   md << "# Frugal cost benchmark (issue 6)\n\n"
-     << "Generated by `scripts/bench cost" << (o.smoke ? " --smoke" : "") << "` from the traces in `"
-     << Shown(o.traces_dir) << "` (" << traces->series.size() << " series), seed " << o.seed << ", "
-     << o.threads << " threads, " << Fixed(total, 0) << " s. "
+     << "Generated by `scripts/bench cost" << (o.smoke ? " --smoke" : "")
+     << "` from the traces in `" << Shown(o.traces_dir) << "` (" << traces->series.size()
+     << " series), seed " << o.seed << ", " << o.threads << " threads, " << Fixed(total, 0)
+     << " s. "
      << "How the simulator works and why: docs/decisions/0008-simulator.md.\n\n"
      << "## Bars\n\n| bar | verdict | measured |\n|---|---|---|\n";
   for (const auto& s : sections)
@@ -163,7 +211,8 @@ int main(int argc, char** argv) {
   md << "\nFiles: `runs_expN.csv.gz` every run (one line per run and policy; experiment 4 one "
         "line per job and scheduler), `cells_expN.csv` statistics per (series, C0/R0, d) and "
         "policy, `plot_*.dat` the plotted data.\n"
-     << "\n![cost vs job fraction](cost_vs_fraction.png)\n![cost distribution](cost_distribution.png)\n"
+     << "\n![cost vs job fraction](cost_vs_fraction.png)\n![cost "
+        "distribution](cost_distribution.png)\n"
      << "![one job's timeline](timeline.png)\n\n";
   for (const auto& s : sections) md << s.markdown << "\n";
   std::ofstream(o.out_dir + "/report.md") << md.str();

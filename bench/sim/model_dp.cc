@@ -21,7 +21,8 @@ int SpotChain::State(bool is_up, int age) const {
 SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_ratio) {
   SpotChain c;
   c.spot_price = spot_ratio;
-  // Bins of age growing geometrically (1, 1, 2, 3, 5, ... steps): hazards change fast early.
+  // Bins of age growing geometrically (widths 1, 2, 3, 4, 7, 10, 17, 27, ... steps): hazards
+  // change fast early.
   int start = 0;
   for (int b = 0; b < bins; ++b) {
     c.bin_start.push_back(start);
@@ -31,8 +32,8 @@ SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_rat
   c.up.assign(S, 0);
   for (int s = 0; s < bins; ++s) c.up[s] = 1;
   // Counts: per state, to the flip, the same bin, the next bin. A weak prior keeps every
-  // transition possible.
-  std::vector<double> flip(S, 0.05), same(S, 1), onward(S, 0);
+  // transition possible (a state never seen leaves by each way with about 5% a step).
+  std::vector<double> flip(S, 0.05), same(S, 1), onward(S, 0.05);
   to = std::min<int>(to, static_cast<int>(zone.up.size()));
   from = std::max(0, from);
   int age = 0;
@@ -56,15 +57,10 @@ SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_rat
     int flip_to = is_up ? bins : 0;  // the other side, age 0
     c.next[s].push_back({flip_to, flip[s] / n});
     if (b + 1 < bins) {
-      // Without observations of leaving the bin, leave it after its width on average.
-      double width = (b + 1 < bins ? c.bin_start[b + 1] : start) - c.bin_start[b];
-      double stay = same[s], go = onward[s];
-      if (go == 0) go = stay / std::max(1.0, width);
-      double rest = 1 - flip[s] / n;
-      c.next[s].push_back({s, rest * stay / (stay + go)});
-      c.next[s].push_back({s + 1, rest * go / (stay + go)});
+      c.next[s].push_back({s, same[s] / n});
+      c.next[s].push_back({s + 1, onward[s] / n});
     } else {
-      c.next[s].push_back({s, 1 - flip[s] / n});
+      c.next[s].push_back({s, (same[s] + onward[s]) / n});
     }
   }
   return c;
@@ -141,6 +137,8 @@ ChainDpTable::ChainDpTable(const SpotChain& chain, int max_time, int max_work, i
     }
     std::swap(prev, cur);
   }
+  start_values_.assign(prev.begin() + static_cast<size_t>(W_) * cell,
+                       prev.begin() + static_cast<size_t>(W_) * cell + S);
 }
 
 int ChainDpTable::Mode(const JobView& v) const {
@@ -152,8 +150,13 @@ int ChainDpTable::Mode(const JobView& v) const {
 }
 
 int ChainDpTable::Action(const JobView& v, int state) const {
+  // A job the table was not solved for: on-demand keeps its deadline whatever the table says.
+  if (v.RemainingWork() > W_ || std::max(1, v.job->changeover) != D_ ||
+      std::max(1, v.job->checkpoint) != C_)
+    return kOnDemand;
+  // Fewer steps left than the job has is conservative: the policy plans with less slack.
   const int tau = std::clamp(v.RemainingTime(), 0, T_);
-  const int w = std::clamp(v.RemainingWork(), 0, W_);
+  const int w = std::max(0, v.RemainingWork());
   const size_t cell = static_cast<size_t>(M_) * S_;
   const size_t row = static_cast<size_t>(W_ + 1) * cell;
   switch (act_[static_cast<size_t>(tau) * row + static_cast<size_t>(w) * cell +

@@ -31,12 +31,18 @@ class ChainDpTable {
   // Solves for jobs of at most `max_work` steps due within `max_time` steps.
   ChainDpTable(const SpotChain& chain, int max_time, int max_work, int changeover, int checkpoint);
   // Best target for the view (kIdle, kOnDemand or zone 0); `state` is the chain's state now.
+  // A job the table was not solved for (more work, another changeover or checkpoint
+  // interval) gets on-demand.
   int Action(const JobView& v, int state) const;
+  // Expected cost, in on-demand steps, of the widest job (max_time, max_work) submitted
+  // idle in chain state `state` and run by this table's actions.
+  double ExpectedCost(int state) const { return start_values_[state]; }
 
  private:
   int Mode(const JobView& v) const;
   int T_, W_, D_, C_, M_, S_;
   std::vector<uint8_t> act_;  // per (tau, w, mode, state): 0 idle, 1 od, 2 spot
+  std::vector<double> start_values_;
 };
 
 class ChainDpController final : public Controller {

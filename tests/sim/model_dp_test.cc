@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -100,6 +101,70 @@ TEST(ChainDpTest, UsesSpotOnlyWhereItsUpSpellsLastLongEnoughToPay) {
   RunResult steady =
       RunAfter(Repeat(steady_spell, 12) + "111", std::string(40, '1'), 0.9, 1, 12, 20);
   EXPECT_EQ(steady.od_steps, 0);
+}
+
+// The table's expected cost against the engine: markets drawn from the chain itself (a
+// memoryless one, so the chain is exactly the world), run by the table's actions. Catches
+// any disagreement between the program's bookkeeping (changeover, checkpoint, rework) and
+// the engine's rules.
+TEST(ChainDpTest, ExpectedCostMatchesTheEngineOnMarketsDrawnFromTheChain) {
+  const double q = 0.15, r = 0.3, p = 0.3;
+  SpotChain c;
+  c.up = {1, 0};
+  c.bin_start = {0};
+  c.spot_price = p;
+  c.next = {{{1, q}, {0, 1 - q}}, {{0, r}, {1, 1 - r}}};
+  JobShape job = Job(8, 16, 2, 3);
+  ChainDpTable table(c, job.deadline, job.work, job.changeover, job.checkpoint);
+  ChainDpController dp(table, c);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  const int n = 20000;
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < n; ++i) {
+    std::string up = "1";  // submitted while spot is up (chain state 0)
+    while (up.size() < 40) up += u(rng) < (up.back() == '1' ? 1 - q : r) ? '1' : '0';
+    Market m = HandMarket({up}, {p}, 1);
+    RunResult run = RunJob(m, job, dp);
+    ASSERT_FALSE(run.missed);
+    sum += run.cost;
+    sum2 += run.cost * run.cost;
+  }
+  const double mean = sum / n, se = std::sqrt((sum2 / n - mean * mean) / n);
+  EXPECT_NEAR(mean, table.ExpectedCost(0), 4 * se + 1e-9);
+  EXPECT_LT(table.ExpectedCost(0), job.work + job.changeover);  // spot pays here
+}
+
+// Up spells last exactly 6 steps. At age 5 the spell is about to end: a launch would pay
+// its changeover for nothing, so the job waits for the next spell; at age 0 it takes spot.
+// A memoryless model could not tell the two apart.
+TEST(ChainDpTest, LaunchesOnSpotOnlyEarlyInAnUpSpell) {
+  const std::string spell = "111111000";
+  RunResult old_spell =
+      RunAfter(Repeat(spell, 60) + "11111", "1000" + Repeat(spell, 5), 1, 3, 4, 30);
+  EXPECT_EQ(old_spell.timeline.front().where, kIdle);
+  RunResult new_spell = RunAfter(Repeat(spell, 60), Repeat(spell, 5), 1, 3, 4, 30);
+  EXPECT_EQ(new_spell.timeline.front().where, 0);
+  EXPECT_EQ(new_spell.reclaims, 0);
+}
+
+// A table for jobs of at most 10 steps of work, a changeover of 1 and a checkpoint every 2.
+// More work: on-demand until what is left fits the table. Another changeover or checkpoint
+// interval: on-demand all the way.
+TEST(ChainDpTest, AJobTheTableWasNotSolvedForRunsOnDemand) {
+  Market m = HandMarket({std::string(40, '1')}, {1}, 3);
+  SpotChain c = FitChain(m.zones[0], 0, m.steps, 1, 1.0 / 3);
+  ChainDpTable table(c, 20, 10, 1, 2);
+  ChainDpController dp(table, c);
+  RunResult longer = RunJob(m, Job(12, 20, 1, 2), dp, /*record=*/true);
+  EXPECT_FALSE(longer.missed);
+  EXPECT_EQ(longer.timeline.front().where, kOnDemand);
+  EXPECT_GT(longer.spot_steps, 0);
+  for (JobShape job : {Job(8, 20, 2, 2), Job(8, 20, 1, 3)}) {
+    RunResult r = RunJob(m, job, dp);
+    EXPECT_FALSE(r.missed);
+    EXPECT_EQ(r.spot_steps, 0);
+  }
 }
 
 TEST(ChainDpTest, NeverMissesAndNeverBeatsTheOptimumOnRandomMarkets) {

@@ -39,8 +39,9 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
   spec.fractions = {0.6, 0.95};
   spec.d_hours = {0.05, 0.2};
   spec.starts = 4;
+  spec.reference_bins = 2;
   std::vector<RunRecord> runs = RunSingleJobs(spec, 2);
-  ASSERT_EQ(runs.size(), 4u * 2 * 2 * 6);  // starts x fractions x d x policies
+  ASSERT_EQ(runs.size(), 4u * 2 * 2 * 7);  // starts x fractions x d x policies
 
   std::map<std::tuple<int, double, double>, double> optimum;
   for (const RunRecord& r : runs)
@@ -50,7 +51,7 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
     EXPECT_GE(r.cost, optimum.at({r.start, r.fraction, r.d_hours}) - 1e-9);
     // Frugal keeps every feasible deadline; so does Uniform Progress whose Safety Net keeps
     // a checkpoint interval for a reclaim's rework.
-    if (r.policy == "frugal" || r.policy == "uniform-progress-safe") {
+    if (r.policy == "frugal" || r.policy == "uniform-progress-safe" || r.policy == kReferenceName) {
       EXPECT_FALSE(r.missed);
     }
     if (r.policy == kOnDemandName) {
@@ -63,6 +64,32 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
       EXPECT_GE(r.launches, r.reclaims + 1);
     }
   }
+}
+
+// Held out: the reference learns from the first half of the series, jobs come in the second.
+TEST_F(SimSmokeTest, TheHeldOutReferenceRunsOnlyOnTheSecondHalf) {
+  ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACE_SLICE_DIR));
+  const ZoneSeries* s = Find("aws-v100-1x-2023-02", "us-east-1f");
+  ASSERT_NE(s, nullptr);
+  SingleJobSpec spec;
+  spec.experiment = "smoke_heldout";
+  spec.cases.push_back({s->Name(), MakeMarket({s}, 1, 180), {}});
+  spec.fractions = {0.95};
+  spec.d_hours = {0.05};
+  spec.starts = 3;
+  spec.reference_bins = 1;
+  spec.reference_out_of_sample = true;
+  std::vector<RunRecord> runs = RunSingleJobs(spec, 2);
+  ASSERT_FALSE(runs.empty());
+  int reference_runs = 0;
+  for (const RunRecord& r : runs) {
+    EXPECT_GE(r.start, spec.cases[0].market.steps / 2);
+    if (r.policy == kReferenceName) {
+      ++reference_runs;
+      EXPECT_FALSE(r.missed);
+    }
+  }
+  EXPECT_EQ(reference_runs, 3);
 }
 
 TEST_F(SimSmokeTest, FrugalMeetsEveryDeadlineOfADayOfTheClusterTrace) {
