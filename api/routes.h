@@ -109,7 +109,8 @@ void RegisterPlacementRoutes(Router& server, Context& ctx);
 void RegisterReportRoutes(Router& server, Context& ctx);
 void RegisterBudgetRoutes(Router& server, Context& ctx);  // routes_budgets.cc
 // Adds to a submit response what the job is expected to cost (the quote's recommended pool)
-// and, if the caller's team has a budget, what it has left. Best effort.
+// and, if the caller's team has a budget, what it has left. Best effort. The submit route
+// calls it before storing the job, so the job itself is never counted in what is left.
 void AddBudgetOutlook(Context& ctx, const store::Principal& who, const model::JobSpec& spec,
                       json& out);
 // routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.

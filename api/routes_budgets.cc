@@ -129,7 +129,7 @@ namespace frugal::api {
 
 void AddBudgetOutlook(Context& ctx, const store::Principal& who, const model::JobSpec& spec,
                       json& out) {
-  // Best effort: the job is already submitted, so a failed look-up only leaves fields out.
+  // Best effort: a failed look-up only leaves fields out, it never fails the submit.
   if (auto quote = ctx.advisor.Quote(spec, ctx.clock.Now()); quote.ok() && quote->recommended) {
     for (const auto& p : quote->pools) {
       if (p.pool_id != *quote->recommended) continue;

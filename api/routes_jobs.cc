@@ -147,6 +147,10 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            }
            // Canonical form: keys sorted by nlohmann's object map.
            sr.request_sha256 = Sha256Hex(body.dump());
+           // The expected cost and the budget left as the submitter faces them: read before
+           // the job is stored, so the engine cannot have placed (and charged) it yet.
+           json outlook = json::object();
+           AddBudgetOutlook(ctx, *who, sr.spec, outlook);
            ASSIGN_OR_RETURN(auto result, ctx.store.Submit(*who, sr));
            if (result.created) {
              spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
@@ -154,7 +158,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              ctx.engine.Kick();
            }
            json out = EncodeJob(result.job);
-           AddBudgetOutlook(ctx, *who, result.job.spec, out);  // expected cost, budget left
+           for (auto& [key, value] : outlook.items()) out[key] = value;
            return Reply{result.created ? 201 : 200, out};
          }));
 
