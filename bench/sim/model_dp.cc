@@ -85,8 +85,7 @@ ChainDpTable::ChainDpTable(const SpotChain& chain, int max_time, int max_work, i
   auto V = [&](int w, int m, int s) {
     return w > W_ ? kInf : prev[static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s];
   };
-  // Expected value next step of (w_up, m_up) if the next state is up, (w_down, m_down) if
-  // down (m_down < 0: only reachable up, i.e. never used).
+  // Backwards in steps left: each layer needs only the one before it.
   for (int tau = 1; tau <= T_; ++tau) {
     uint8_t* act = &act_[static_cast<size_t>(tau) * row];
     std::fill(cur.begin(), cur.begin() + cell, 0.0);
@@ -100,6 +99,8 @@ ChainDpTable::ChainDpTable(const SpotChain& chain, int max_time, int max_work, i
             continue;
           }
           const auto& nx = chain.next[s];
+          // Expected value after this step: at (w_up, m_up) if spot is up next step, at
+          // (w_dn, m_dn) if it is down (a reclaim, for a job on spot).
           auto expect = [&](int w_up, int m_up, int w_dn, int m_dn) {
             double e = 0;
             for (const auto& [s1, pr] : nx)
