@@ -26,16 +26,20 @@ class SimSmokeTest : public ::testing::Test {
       if (s.trace_set == trace_set && s.zone == zone) return &s;
     return nullptr;
   }
+  // A single-job spec on the zone of the slice kept in tests/sim/traces.
+  void SliceSpec(const std::string& experiment, SingleJobSpec& spec) {
+    ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACE_SLICE_DIR));
+    const ZoneSeries* s = Find("aws-v100-1x-2023-02", "us-east-1f");
+    ASSERT_NE(s, nullptr);
+    spec.experiment = experiment;
+    spec.cases.push_back({s->Name(), MakeMarket({s}, 1, 180), {}});
+  }
   TraceSet traces_;
 };
 
 TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
-  ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACE_SLICE_DIR));
-  const ZoneSeries* s = Find("aws-v100-1x-2023-02", "us-east-1f");
-  ASSERT_NE(s, nullptr);
   SingleJobSpec spec;
-  spec.experiment = "smoke";
-  spec.cases.push_back({s->Name(), MakeMarket({s}, 1, 180), {}});
+  ASSERT_NO_FATAL_FAILURE(SliceSpec("smoke", spec));
   spec.fractions = {0.6, 0.95};
   spec.d_hours = {0.05, 0.2};
   spec.starts = 4;
@@ -68,12 +72,8 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
 
 // Held out: the reference learns from the first half of the series, jobs come in the second.
 TEST_F(SimSmokeTest, TheHeldOutReferenceRunsOnlyOnTheSecondHalf) {
-  ASSERT_NO_FATAL_FAILURE(Load(FRUGAL_TRACE_SLICE_DIR));
-  const ZoneSeries* s = Find("aws-v100-1x-2023-02", "us-east-1f");
-  ASSERT_NE(s, nullptr);
   SingleJobSpec spec;
-  spec.experiment = "smoke_heldout";
-  spec.cases.push_back({s->Name(), MakeMarket({s}, 1, 180), {}});
+  ASSERT_NO_FATAL_FAILURE(SliceSpec("smoke_heldout", spec));
   spec.fractions = {0.95};
   spec.d_hours = {0.05};
   spec.starts = 3;
