@@ -240,7 +240,7 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
                    " d=" + Fixed(std::get<2>(key), 2);
     }
   }
-  // The reference: what an online policy can expect at best from the series' statistics.
+  // The reference: what a policy deciding from a model of the series' statistics can expect.
   const bool has_ref = a.overall.count(kReferenceName) > 0;
   int ref_worse = 0;
   for (const auto& [key, stats] : a.cells)
@@ -309,8 +309,8 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
                     " bin(s), one bin being memoryless) fitted on the whole series, solved by "
                     "dynamic programming "
                     "(bench/sim/model_dp.h, docs/decisions/0017-model-optimal-reference.md). "
-                    "It shows what an online policy that reads availability history can "
-                    "expect at best; the optimum knows the future.\n\n"
+                    "It shows what a policy deciding from that model of the availability "
+                    "history can expect; the optimum knows the future.\n\n"
               : std::string();
   std::ostringstream md;
   md << "## Experiment 1: single job, single zone\n\n"

@@ -98,9 +98,7 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
   if (c.market.zones.size() != 1) return 0;
   // Side by side with the model-optimal reference (decision 0017), a step a character.
   const Market& m = c.market;
-  double price = 0;
-  for (double p : m.zones[0].price) price += p;
-  SpotChain chain = FitChain(m.zones[0], 0, m.steps, 8, price / m.steps / m.od_price);
+  SpotChain chain = FitMarketChain(m, m.steps, 8);
   ChainDpTable table(chain, job.deadline, job.work, job.changeover, job.checkpoint);
   ChainDpController reference(table, chain);
   RunResult rr = RunJob(m, job, reference, /*record=*/true);

@@ -66,6 +66,13 @@ SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_rat
   return c;
 }
 
+SpotChain FitMarketChain(const Market& m, int to, int bins) {
+  to = std::clamp(to, 0, m.steps);
+  double price = 0;
+  for (int j = 0; j < to; ++j) price += m.zones[0].price[j];
+  return FitChain(m.zones[0], 0, to, bins, to > 0 ? price / to / m.od_price : 1);
+}
+
 ChainDpTable::ChainDpTable(const SpotChain& chain, int max_time, int max_work, int changeover,
                            int checkpoint)
     : T_(max_time), W_(max_work), D_(std::max(1, changeover)), C_(std::max(1, checkpoint)) {

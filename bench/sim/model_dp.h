@@ -25,6 +25,9 @@ struct SpotChain {
 
 // Fits a chain on steps [from, to) of a zone with `bins` age bins per side (1: memoryless).
 SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_ratio);
+// The chain of a single-zone market's zone on steps [0, to), its spot price the mean price
+// over those steps relative to on-demand.
+SpotChain FitMarketChain(const Market& m, int to, int bins);
 
 class ChainDpTable {
  public:

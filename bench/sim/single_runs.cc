@@ -87,11 +87,8 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     if (spec.reference_bins > 0 && this_case.market.zones.size() == 1) {
       const Market& m = this_case.market;
       // Learned only from what it may know: the first half when held out.
-      const int fit_to = spec.reference_out_of_sample ? m.steps / 2 : m.steps;
-      double price = 0;
-      for (int j = 0; j < fit_to; ++j) price += m.zones[0].price[j];
-      chain = FitChain(m.zones[0], 0, fit_to, spec.reference_bins,
-                       fit_to > 0 ? price / fit_to / m.od_price : 1);
+      chain = FitMarketChain(m, spec.reference_out_of_sample ? m.steps / 2 : m.steps,
+                             spec.reference_bins);
       ParallelFor(static_cast<int>(spec.d_hours.size()), threads, [&](int di) {
         JobShape widest =
             ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di], spec.checkpoint_hours, 0);
