@@ -207,6 +207,7 @@ class Client::Impl {
 
   const Status& url_status() const { return url_status_; }
   const std::string& base_url() const { return base_url_; }
+  void set_token(std::string token) { token_ = std::move(token); }
 
   StatusOr<ClientResponse> Get(const std::string& path) {
     RETURN_IF_ERROR(url_status_);
@@ -253,7 +254,7 @@ class Client::Impl {
   }
 
   const std::string base_url_;
-  const std::string token_;
+  std::string token_;
   const ClientOptions options_;
   Status url_status_;
   std::string prefix_;
@@ -267,6 +268,7 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
 const Status& Client::url_status() const { return impl_->url_status(); }
+void Client::set_token(std::string token) { impl_->set_token(std::move(token)); }
 const std::string& Client::base_url() const { return impl_->base_url(); }
 
 StatusOr<ClientResponse> Client::Get(const std::string& path_with_query) {

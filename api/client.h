@@ -64,6 +64,10 @@ class Client {
 
   // Ok, or why `base_url` cannot be used.
   const Status& url_status() const;
+
+  // The bearer token of later requests (the worker's node credential after registration).
+  // Not while another thread has a request in flight.
+  void set_token(std::string token);
   const std::string& base_url() const;
 
   // GET `path_with_query` (starting with '/'). Any HTTP answer is a ClientResponse, 4xx and

@@ -50,7 +50,8 @@ enum class Access {
   kPublic,
   kUsers /* admin + researcher */,
   kAdmin,
-  kWorker /* worker + admin */,
+  kJoin /* a join token (worker), an admin, or a node re-registering with its credential */,
+  kNode /* a node credential only (decision 0019) */,
   kMetrics /* metrics + admin */
 };
 

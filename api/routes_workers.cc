@@ -3,6 +3,7 @@
 
 #include "api/routes.h"
 #include "common/log.h"
+#include "protocol/worker_protocol.h"
 
 namespace frugal::api {
 
@@ -81,29 +82,52 @@ StatusOr<std::string> ParseUsage(const json& body) {
 }
 
 json EncodeOrder(const store::AttemptOrder& o) {
-  const auto& s = o.spec;
-  return {{"attempt_id", o.attempt_id},
-          {"job_id", o.job_id},
-          {"attempt", o.number},
-          {"command", s.command},
-          {"env", s.env},
-          {"working_dir", s.working_dir},
-          {"gpus", o.gpus},
-          {"resume_from", o.resume_from},
-          {"resume_step", o.resume_step ? json(*o.resume_step) : json(nullptr)},
-          {"max_runtime_seconds", s.max_runtime ? json(s.max_runtime->count()) : json(nullptr)}};
+  const auto& spec = o.spec;
+  protocol::Assignment a;
+  a.attempt_id = o.attempt_id;
+  a.job_id = o.job_id;
+  a.attempt = o.number;
+  a.gpus = o.gpus;
+  a.command = spec.command;
+  a.env = spec.env;
+  a.working_dir = spec.working_dir;
+  a.resume_from = o.resume_from;
+  a.resume_step = o.resume_step;
+  a.max_runtime = spec.max_runtime;
+  a.fence = o.fence;
+  return protocol::Encode(a);
+}
+
+// The attempt's fence from a report body: required, and well formed before any lookup.
+StatusOr<store::AttemptAuth> ParseAuth(const json& body, const store::Principal& who) {
+  ASSIGN_OR_RETURN(std::string fence, RequiredString(body, "fence"));
+  if (!protocol::IsFence(fence)) {
+    return InvalidArgument("fence: the 64 hex characters the assignment gave", "fence");
+  }
+  return store::AttemptAuth{who.node_id, std::move(fence)};
+}
+
+// A node credential speaks for its own node only.
+Status CheckSameNode(const store::Principal& who, const std::string& node) {
+  if (who.role == store::Role::kNode && who.user != node) {
+    return Status(StatusCode::kPermissionDenied,
+                  "this credential belongs to node '" + who.user + "', not '" + node.substr(0, 64) + "'",
+                  "node");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
 void RegisterWorkerRoutes(Router& s, Context& ctx) {
-  s.Post("/v1/workers/register", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
-                                                                    auto&) -> StatusOr<Reply> {
+  s.Post("/v1/workers/register", Route(ctx, Access::kJoin, [&ctx](const httplib::Request& req,
+                                                                  auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            RETURN_IF_ERROR(CheckFields(body, {"node", "pool", "gpus", "gpu_type", "gpu_mem_gb"}));
            model::Node n;
            ASSIGN_OR_RETURN(n.name, RequiredString(body, "node"));
            RETURN_IF_ERROR(ValidateName(n.name, "node", true));
+           RETURN_IF_ERROR(CheckSameNode(*who, n.name));
            ASSIGN_OR_RETURN(std::string pool, RequiredString(body, "pool"));
            ASSIGN_OR_RETURN(n.gpus, RequiredInt(body, "gpus", 1, 1024));
            ASSIGN_OR_RETURN(n.gpu_type, RequiredString(body, "gpu_type"));
@@ -111,24 +135,31 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
              return InvalidArgument("gpu_type: 1 to 64 characters", "gpu_type");
            }
            ASSIGN_OR_RETURN(n.gpu_mem_gb, RequiredInt(body, "gpu_mem_gb", 1, 4096));
-           ASSIGN_OR_RETURN(auto reg, ctx.workers.RegisterWorker(n, pool, ctx.options.lease_ttl));
+           const auto caller = who->role == store::Role::kNode
+                                   ? std::optional<model::NodeId>(who->node_id)
+                                   : std::nullopt;
+           ASSIGN_OR_RETURN(auto reg,
+                            ctx.workers.RegisterWorker(n, pool, ctx.options.lease_ttl, caller));
            spdlog::info(R"("event":"worker_registered","node":"{}","pool":"{}","lease_epoch":{},"attempts_lost":{})",
                         JsonEscape(n.name), JsonEscape(pool), reg.lease_epoch, reg.attempts_lost);
            ctx.engine.Kick();
            return Reply{200, {{"node_id", reg.node_id},
+                              {"node_credential", reg.credential},
                               {"lease_epoch", reg.lease_epoch},
                               {"lease_ttl_seconds", ctx.options.lease_ttl.count()},
                               {"heartbeat_seconds", ctx.options.heartbeat_interval.count()}}};
          }));
 
-  s.Post("/v1/workers/heartbeat", Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req,
-                                                                     auto&) -> StatusOr<Reply> {
+  s.Post("/v1/workers/heartbeat", Route(ctx, Access::kNode, [&ctx](const httplib::Request& req,
+                                                                   auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            RETURN_IF_ERROR(
                CheckFields(body, {"node", "lease_epoch", "running", "gpus", "usage", "notice",
                                   "draining"}));
            store::HeartbeatRequest hb;
            ASSIGN_OR_RETURN(hb.node, RequiredString(body, "node"));
+           RETURN_IF_ERROR(CheckSameNode(*who, hb.node));
+           hb.node_id = who->node_id;
            ASSIGN_OR_RETURN(hb.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
            ASSIGN_OR_RETURN(hb.running, ParseRunning(body));
            ASSIGN_OR_RETURN(hb.gpu_stats_json, ParseGpuStats(body));
@@ -146,7 +177,9 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
            json assignments = json::array(), stops = json::array();
            for (const auto& o : reply.assignments) assignments.push_back(EncodeOrder(o));
            for (const auto& st : reply.stops) {
-             stops.push_back({{"attempt_id", st.attempt_id}, {"reason", st.reason}});
+             json stop = {{"attempt_id", st.attempt_id}, {"reason", protocol::ToString(st.reason)}};
+             if (!st.fence.empty()) stop["fence"] = st.fence;
+             stops.push_back(std::move(stop));
            }
            return Reply{200, {{"lease_ttl_seconds", ctx.options.lease_ttl.count()},
                               {"assignments", assignments},
@@ -154,12 +187,14 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
          }));
 
   s.Post(R"(/v1/workers/attempts/([^/]+)/checkpoint)",
-         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+         Route(ctx, Access::kNode, [&ctx](const httplib::Request& req, auto& who) -> StatusOr<Reply> {
            store::CheckpointReport r;
            ASSIGN_OR_RETURN(r.attempt_id, ParseId(req.matches[1], "attempt_id"));
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "step", "progress", "uri", "size_bytes"}));
+           RETURN_IF_ERROR(
+               CheckFields(body, {"lease_epoch", "fence", "step", "progress", "uri", "size_bytes"}));
            ASSIGN_OR_RETURN(r.lease_epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(auto auth, ParseAuth(body, *who));
            ASSIGN_OR_RETURN(r.step, RequiredInt(body, "step", 0, 1LL << 62));
            ASSIGN_OR_RETURN(r.uri, RequiredString(body, "uri"));
            if (r.uri.empty() || r.uri.size() > 4096) return InvalidArgument("uri: 1 to 4096 characters", "uri");
@@ -173,36 +208,38 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
            if (body.contains("size_bytes")) {
              ASSIGN_OR_RETURN(r.size_bytes, RequiredInt(body, "size_bytes", 0, 1LL << 62));
            }
-           RETURN_IF_ERROR(ctx.workers.CommitCheckpoint(r));
+           RETURN_IF_ERROR(ctx.workers.CommitCheckpoint(r, auth));
            return Reply{200, {{"committed", true}, {"step", r.step}}};
          }));
 
   s.Post(R"(/v1/workers/attempts/([^/]+)/logs)",
-         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+         Route(ctx, Access::kNode, [&ctx](const httplib::Request& req, auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(auto attempt, ParseId(req.matches[1], "attempt_id"));
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "data"}));
+           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "fence", "data"}));
            ASSIGN_OR_RETURN(auto epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(auto auth, ParseAuth(body, *who));
            ASSIGN_OR_RETURN(std::string data, RequiredString(body, "data"));
            if (data.size() > 256 * 1024) return InvalidArgument("data: at most 256 KiB per chunk", "data");
-           RETURN_IF_ERROR(ctx.workers.AppendLog(attempt, epoch, data, ctx.options.log_cap_bytes));
+           RETURN_IF_ERROR(ctx.workers.AppendLog(attempt, epoch, data, ctx.options.log_cap_bytes, auth));
            return Reply{200, {{"accepted", data.size()}}};
          }));
 
   s.Post(R"(/v1/workers/attempts/([^/]+)/finish)",
-         Route(ctx, Access::kWorker, [&ctx](const httplib::Request& req, auto&) -> StatusOr<Reply> {
+         Route(ctx, Access::kNode, [&ctx](const httplib::Request& req, auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(auto attempt, ParseId(req.matches[1], "attempt_id"));
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "outcome", "exit_code"}));
+           RETURN_IF_ERROR(CheckFields(body, {"lease_epoch", "fence", "outcome", "exit_code"}));
            ASSIGN_OR_RETURN(auto epoch, RequiredInt(body, "lease_epoch", 1, 1LL << 62));
+           ASSIGN_OR_RETURN(auto auth, ParseAuth(body, *who));
            ASSIGN_OR_RETURN(std::string outcome_text, RequiredString(body, "outcome"));
-           ASSIGN_OR_RETURN(auto outcome, store::ParseOutcome(outcome_text));
+           ASSIGN_OR_RETURN(auto outcome, protocol::ParseOutcome(outcome_text));
            std::optional<int> exit_code;
            if (body.contains("exit_code") && !body["exit_code"].is_null()) {
              ASSIGN_OR_RETURN(auto code, RequiredInt(body, "exit_code", -255, 255));
              exit_code = static_cast<int>(code);
            }
-           ASSIGN_OR_RETURN(auto job, ctx.workers.FinishAttempt(attempt, epoch, outcome, exit_code));
+           ASSIGN_OR_RETURN(auto job, ctx.workers.FinishAttempt(attempt, epoch, outcome, exit_code, auth));
            spdlog::info(R"("event":"attempt_finished","job_id":{},"attempt_id":{},"outcome":"{}","job_state":"{}")",
                         job.id, attempt, outcome_text, model::ToString(job.state));
            ctx.engine.Kick();  // GPUs were freed, and the job may need placing again

@@ -62,7 +62,10 @@ Status CheckAccess(Access access, const store::Principal& who) {
     case Access::kPublic: return Status::Ok();
     case Access::kUsers:
       if (who.role == Role::kWorker) {
-        return Status(StatusCode::kPermissionDenied, "worker tokens may only call worker endpoints");
+        return Status(StatusCode::kPermissionDenied, "worker tokens may only register nodes");
+      }
+      if (who.role == Role::kNode) {
+        return Status(StatusCode::kPermissionDenied, "node credentials may only call worker endpoints");
       }
       if (who.role == Role::kMetrics) {
         return Status(StatusCode::kPermissionDenied, "metrics tokens may only read /metrics");
@@ -73,9 +76,15 @@ Status CheckAccess(Access access, const store::Principal& who) {
         return Status(StatusCode::kPermissionDenied, "this endpoint needs an admin token");
       }
       return Status::Ok();
-    case Access::kWorker:
-      if (who.role != Role::kWorker && who.role != Role::kAdmin) {
-        return Status(StatusCode::kPermissionDenied, "this endpoint needs a worker token");
+    case Access::kJoin:
+      if (who.role != Role::kWorker && who.role != Role::kAdmin && who.role != Role::kNode) {
+        return Status(StatusCode::kPermissionDenied, "registering a node needs a worker (join) token");
+      }
+      return Status::Ok();
+    case Access::kNode:
+      if (who.role != Role::kNode) {
+        return Status(StatusCode::kPermissionDenied,
+                      "this endpoint needs the node credential that registration returned");
       }
       return Status::Ok();
     case Access::kMetrics:

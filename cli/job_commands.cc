@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "scheduler/model/job.h"
-#include "worker/spool.h"
+#include "protocol/spool.h"
 
 namespace frugal::cli {
 
@@ -81,8 +81,10 @@ void Commands::AddJobIo(CLI::App& app) {
             "FRUGAL_CHECKPOINT_SPOOL is not set: run 'frugal checkpoint' inside a job started "
             "by frugal-worker");
       }
-      RETURN_IF_ERROR(worker::WriteCheckpointReport(spool, checkpoint_.step, checkpoint_.progress,
-                                                    checkpoint_.uri, checkpoint_.size_bytes));
+      const char* secret = std::getenv("FRUGAL_CHECKPOINT_SECRET");
+      RETURN_IF_ERROR(protocol::WriteCheckpointReport(
+          spool, {checkpoint_.step, checkpoint_.progress, checkpoint_.uri, checkpoint_.size_bytes,
+                  secret == nullptr ? "" : secret}));
       out << "checkpoint step " << checkpoint_.step << " handed to the worker\n";
       return Status::Ok();
     };

@@ -1,5 +1,6 @@
 #include "common/crypto.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -21,13 +22,37 @@ std::string Sha256Hex(const std::string& data) {
   return out;
 }
 
-std::string NewToken() {
-  unsigned char bytes[32];
+namespace {
+
+void RandomBytes(unsigned char* out, int n) {
   // A machine without entropy cannot issue credentials safely; this is not bad input.
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw std::runtime_error("RAND_bytes failed");
+  if (RAND_bytes(out, n) != 1) throw std::runtime_error("RAND_bytes failed");
+}
+
+}  // namespace
+
+std::string NewSecretHex() {
+  unsigned char bytes[32];
+  RandomBytes(bytes, sizeof bytes);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string NewToken(const std::string& prefix) {
+  unsigned char bytes[32];
+  RandomBytes(bytes, sizeof bytes);
   static const char* kAlphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out = "frg_";
+  std::string out = prefix;
   // base64url without padding: 32 bytes -> 43 characters.
   unsigned int acc = 0;
   int bits = 0;

@@ -3,7 +3,11 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "common/log.h"
@@ -29,33 +33,20 @@ std::string StringField(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-}  // namespace
-
-StatusOr<Assignment> ParseAssignment(const json& j) {
-  try {
-    Assignment a;
-    a.attempt_id = j.at("attempt_id").get<std::int64_t>();
-    a.job_id = j.at("job_id").get<std::int64_t>();
-    a.attempt = j.at("attempt").get<int>();
-    a.gpus = j.at("gpus").get<int>();
-    a.command = j.at("command").get<std::vector<std::string>>();
-    a.env = j.value("env", std::map<std::string, std::string>{});
-    a.working_dir = j.value("working_dir", "");
-    a.resume_from = j.value("resume_from", "");
-    if (j.contains("resume_step") && !j["resume_step"].is_null()) {
-      a.resume_step = j["resume_step"].get<std::int64_t>();
-    }
-    if (j.contains("max_runtime_seconds") && !j["max_runtime_seconds"].is_null()) {
-      a.max_runtime = std::chrono::seconds(j["max_runtime_seconds"].get<std::int64_t>());
-    }
-    if (a.attempt_id < 1 || a.gpus < 0 || a.command.empty()) {
-      return InvalidArgument("assignment needs an attempt id, gpus >= 0 and a command");
-    }
-    return a;
-  } catch (const json::exception& e) {
-    return InvalidArgument(std::string("malformed assignment: ") + e.what());
-  }
+// The node credential, readable by the worker's user only (0600, written whole).
+Status SaveCredential(const std::string& path, const std::string& credential) {
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot write " + tmp);
+  const std::string text = credential + "\n";
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) return Internal("cannot write " + path);
+  return Status::Ok();
 }
+
+}  // namespace
 
 Agent::Agent(AgentOptions options, api::Client& client, ProcessRunner& runner,
              NoticeWatcher& notices, const Clock& clock, GpuStatsFn gpu_stats, SleepFn sleep)
@@ -66,12 +57,16 @@ Agent::Agent(AgentOptions options, api::Client& client, ProcessRunner& runner,
       clock_(clock),
       gpu_stats_(std::move(gpu_stats)),
       sleep_(std::move(sleep)),
-      gpus_(options_.gpus) {
+      gpus_(options_.gpus),
+      job_users_(options_.job_users) {
+  join_token_ = options_.join_token;
+  credential_path_ = options_.work_dir + "/node.credential";
   if (!sleep_) sleep_ = [](Millis d) { std::this_thread::sleep_for(d); };
   if (!gpu_stats_) gpu_stats_ = [] { return json::array(); };
 }
 
 Status Agent::Run(const std::function<bool()>& should_stop) {
+  CleanUpPreviousLife();
   RETURN_IF_ERROR(RegisterFirst(should_stop));
   for (;;) {
     if (!stopping_ && should_stop()) BeginShutdown();
@@ -87,8 +82,9 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
     sleep_(options_.tick);
   }
   for (auto& [id, a] : attempts_) {
+    // Its state file stays: the next life reports a result it has, and kills what is left.
     spdlog::error(R"("event":"attempt_unreported","attempt_id":{},"outcome":"{}")", id,
-                  OutcomeOf(a));
+                  protocol::ToString(OutcomeOf(a)));
     if (!a.exited) runner_.SignalGroup(a.pid, SIGKILL);
   }
   spdlog::info(R"("event":"worker_stopped","node":"{}")", JsonEscape(options_.node));
@@ -97,13 +93,53 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
 
 // --- registration and the lease ---
 
+void Agent::CleanUpPreviousLife() {
+  // Every process of a uid reserved for jobs is a job of an earlier life of this worker.
+  if (const int swept = job_users_.SweepAll(); swept > 0) {
+    spdlog::warn(R"("event":"leftover_jobs_killed","uids":{})", swept);
+  }
+  for (auto& [dir, state] : LoadAttemptStates(options_.work_dir)) {
+    if (state.pgid > 0 && KillIfSameLeader(state.pgid, state.leader_start)) {
+      spdlog::warn(R"("event":"leftover_attempt_killed","attempt_id":{},"pgid":{})",
+                   state.attempt_id, state.pgid);
+    }
+    if (state.uid) KillAllOf(*state.uid);
+    if (!state.outcome || state.lease_kill) {
+      // It was running when the worker died: the scheduler ends it when this node
+      // registers again, and runs it elsewhere from its checkpoint.
+      RemoveAttemptState(dir);
+      continue;
+    }
+    // It ended but its result never reached the scheduler: report it, never run it again.
+    Attempt a;
+    a.order.attempt_id = state.attempt_id;
+    a.order.job_id = state.job_id;
+    a.order.fence = state.fence;
+    a.dir = dir;
+    a.lease_epoch = state.lease_epoch;
+    a.exited = true;
+    a.exit_code = state.exit_code;
+    a.stop_outcome = state.outcome;
+    a.log_capped = true;  // how much was shipped is unknown: the file stays on this node
+    seen_.insert(a.order.attempt_id);
+    attempts_.insert_or_assign(a.order.attempt_id, std::move(a));
+    spdlog::info(R"("event":"unreported_result_found","attempt_id":{},"outcome":"{}")",
+                 state.attempt_id, protocol::ToString(*state.outcome));
+  }
+  std::ifstream in(credential_path_);
+  std::getline(in, credential_);
+}
+
 Status Agent::RegisterFirst(const std::function<bool()>& should_stop) {
   Millis backoff{500};
   for (;;) {
     if (should_stop()) return Status::Ok();
     Status st = Register();
     if (st.ok()) return st;
-    if (st.code() != StatusCode::kUnavailable && st.code() != StatusCode::kInternal) {
+    // Conflict: the node's lease is still held (by this worker's previous life without its
+    // credential file, or by an impostor); it lapses within one TTL.
+    if (st.code() != StatusCode::kUnavailable && st.code() != StatusCode::kInternal &&
+        st.code() != StatusCode::kConflict) {
       return Status(st.code(), "registration refused: " + st.message(), st.field());
     }
     spdlog::warn(R"("event":"register_failed","retry_ms":{},"error":"{}")", backoff.count(),
@@ -111,32 +147,55 @@ Status Agent::RegisterFirst(const std::function<bool()>& should_stop) {
     for (Millis slept{0}; slept < backoff && !should_stop(); slept += options_.tick) {
       sleep_(options_.tick);
     }
-    backoff = std::min(backoff * 2, Millis(10000));
+    backoff = std::min(backoff * 2, Millis(5000));
   }
 }
 
 Status Agent::Register() {
+  if (!credential_.empty()) {
+    Status st = RegisterWith(credential_, true);
+    // Unknown: the node was registered again by someone else, or the database is new.
+    if (st.code() != StatusCode::kUnauthenticated) return st;
+    spdlog::warn(R"("event":"node_credential_refused","error":"{}")", JsonEscape(st.message()));
+    credential_.clear();
+  }
+  return RegisterWith(join_token_, false);
+}
+
+Status Agent::RegisterWith(const std::string& token, bool with_credential) {
   const json body = {{"node", options_.node},
                      {"pool", options_.pool},
                      {"gpus", options_.gpus},
                      {"gpu_type", options_.gpu_type},
                      {"gpu_mem_gb", options_.gpu_mem_gb}};
   const Timestamp sent_at = clock_.Now();
-  ASSIGN_OR_RETURN(auto r, Post("/v1/workers/register", body));
+  client_.set_token(token);
+  auto posted = Post("/v1/workers/register", body);
+  client_.set_token(credential_);
+  ASSIGN_OR_RETURN(auto r, std::move(posted));
   RETURN_IF_ERROR(ResponseStatus(r));
   const auto epoch = IntField(r.body, "lease_epoch");
   const auto ttl = IntField(r.body, "lease_ttl_seconds");
-  if (!epoch || !ttl || *ttl < 1) return Internal("registration answer lacks lease fields");
+  const std::string credential = StringField(r.body, "node_credential");
+  if (!epoch || !ttl || *ttl < 1 || credential.empty()) {
+    return Internal("registration answer lacks lease fields or the node credential");
+  }
+  credential_ = credential;
+  client_.set_token(credential_);
+  if (Status st = SaveCredential(credential_path_, credential_); !st.ok()) {
+    spdlog::warn(R"("event":"credential_not_saved","error":"{}")", JsonEscape(st.message()));
+  }
   const auto hb = IntField(r.body, "heartbeat_seconds");
   registered_ = true;
+  lease_doubt_ = false;
   lease_epoch_ = *epoch;
   SetLease(Millis(*ttl * 1000), hb ? std::optional<Millis>(Millis(*hb * 1000)) : std::nullopt);
   lease_safe_until_ = sent_at + lease_ttl_ * 8 / 10;
   next_heartbeat_ = clock_.Now();  // at once: that is how assignments arrive
   spdlog::info(
-      R"("event":"worker_registered","node":"{}","pool":"{}","lease_epoch":{},"lease_ttl_ms":{},"heartbeat_ms":{})",
+      R"("event":"worker_registered","node":"{}","pool":"{}","lease_epoch":{},"lease_ttl_ms":{},"heartbeat_ms":{},"with":"{}")",
       JsonEscape(options_.node), JsonEscape(options_.pool), lease_epoch_, lease_ttl_.count(),
-      heartbeat_interval_.count());
+      heartbeat_interval_.count(), with_credential ? "node credential" : "join token");
   return Status::Ok();
 }
 
@@ -149,13 +208,29 @@ void Agent::SetLease(Millis ttl, std::optional<Millis> heartbeat) {
       std::clamp(heartbeat_interval_, Millis(100), std::max(ttl / 3, Millis(100)));
 }
 
-bool Agent::CanReport() const { return registered_ && clock_.Now() < lease_safe_until_; }
+bool Agent::CanReport() const {
+  return registered_ && !lease_doubt_ && clock_.Now() < lease_safe_until_;
+}
 
 void Agent::EnforceLease() {
-  if (!registered_ || clock_.Now() < lease_safe_until_) return;
-  // The scheduler will soon declare this node lost and run its jobs elsewhere: stop them
-  // here first. Reporting is pointless (the epoch is about to be stale).
-  AbandonAll("no successful heartbeat for 0.8 x lease TTL");
+  if (!registered_ || lease_doubt_ || clock_.Now() < lease_safe_until_) return;
+  // The scheduler may soon declare this node lost and run its jobs elsewhere: stop them
+  // here first. Results already in stay, to be reported once the scheduler answers.
+  LoseLease("no successful heartbeat for 0.8 x lease TTL");
+}
+
+void Agent::LoseLease(const std::string& why) {
+  spdlog::error(R"("event":"lease_lost","lease_epoch":{},"why":"{}","attempts":{})", lease_epoch_,
+                JsonEscape(why), attempts_.size());
+  lease_doubt_ = true;
+  for (auto& [id, a] : attempts_) {
+    if (!a.report || a.exited) continue;
+    runner_.SignalGroup(a.pid, SIGKILL);
+    a.stop_outcome = Outcome::kPreempted;
+    a.lease_kill = true;
+    spdlog::warn(R"("event":"attempt_killed","job_id":{},"attempt_id":{},"why":"{}")",
+                 a.order.job_id, id, JsonEscape(why));
+  }
 }
 
 void Agent::Heartbeat() {
@@ -185,8 +260,17 @@ void Agent::Heartbeat() {
   const Timestamp sent_at = clock_.Now();
   auto r = Post("/v1/workers/heartbeat", body);
   if (!r.ok()) return;
-  if (r->status == 409) {
-    AbandonAll("heartbeat refused: lease epoch " + std::to_string(lease_epoch_) + " is stale");
+  if (r->status == 409 || r->status == 401) {
+    // The node was declared lost or registered again: nothing of this epoch is active on
+    // the scheduler. Kill what runs; keep finished results for reporting.
+    if (!lease_doubt_) LoseLease("heartbeat refused: lease epoch " + std::to_string(lease_epoch_) +
+                                 " is stale");
+    // Before registering again (which ends every attempt of the old epoch and lets the
+    // scheduler place their jobs anew), hand over the results that are in: a job that
+    // finished while the scheduler was out of reach is then never run again.
+    if (r->status == 409) ReportLateResults();
+    registered_ = false;
+    if (r->status == 401) credential_.clear();
     if (!stopping_) next_heartbeat_ = clock_.Now();  // register again at once
     return;
   }
@@ -194,8 +278,18 @@ void Agent::Heartbeat() {
     spdlog::warn(R"("event":"heartbeat_failed","error":"{}")", JsonEscape(st.message()));
     return;
   }
+  if (lease_doubt_) spdlog::info(R"("event":"lease_kept","lease_epoch":{})", lease_epoch_);
+  lease_doubt_ = false;
   lease_safe_until_ = sent_at + lease_ttl_ * 8 / 10;
   HandleReply(r->body);
+}
+
+void Agent::ReportLateResults() {
+  for (auto it = attempts_.begin(); it != attempts_.end();) {
+    Attempt& a = it->second;
+    const bool result = a.report && a.exited && !a.lease_kill;
+    it = result && Finish(a) == Progress::kDone ? attempts_.erase(it) : std::next(it);
+  }
 }
 
 void Agent::HandleReply(const json& reply) {
@@ -208,7 +302,15 @@ void Agent::HandleReply(const json& reply) {
     for (const auto& s : *stops) {
       const auto id = IntField(s, "attempt_id");
       if (!id) continue;
-      HandleStop(*id, StringField(s, "reason"));
+      auto reason = protocol::ParseStopReason(StringField(s, "reason"));
+      if (!reason.ok()) {
+        spdlog::warn(R"("event":"unknown_stop_reason","attempt_id":{},"error":"{}")", *id,
+                     JsonEscape(reason.status().message()));
+      }
+      // Stop it anyway; preempted does not count against the job.
+      const auto why = reason.ok() ? *reason : protocol::StopReason::kPreempted;
+      if (why != protocol::StopReason::kStale) pending_fences_[*id] = StringField(s, "fence");
+      HandleStop(*id, why);
     }
   }
   if (auto orders = reply.find("assignments"); orders != reply.end() && orders->is_array()) {
@@ -216,46 +318,52 @@ void Agent::HandleReply(const json& reply) {
   }
 }
 
-void Agent::HandleStop(std::int64_t attempt_id, std::string reason) {
+void Agent::HandleStop(std::int64_t attempt_id, protocol::StopReason reason) {
   const auto it = attempts_.find(attempt_id);
-  if (reason == "stale") {
+  if (reason == protocol::StopReason::kStale) {
     if (it != attempts_.end() && it->second.report) {
       Abandon(it->second, "the scheduler says it is no longer active here");
     }
     return;
   }
-  if (reason != "cancelled" && reason != "preempted" && reason != "timed_out") {
-    spdlog::warn(R"("event":"unknown_stop_reason","attempt_id":{},"reason":"{}")", attempt_id,
-                 JsonEscape(reason));
-    reason = "preempted";  // stop it anyway; preempted does not count against the job
-  }
+  const Outcome outcome = protocol::OutcomeOf(reason);
   if (it != attempts_.end()) {
     Attempt& a = it->second;
-    if (a.report && !a.exited && a.stop_outcome.empty()) Stop(a, reason);
+    if (a.report && !a.exited && !a.stop_outcome) Stop(a, outcome);
     return;
   }
-  // Never started here (it may have been waiting for GPUs): end it so the job moves on.
-  if (!seen_.count(attempt_id))
-    Settle(attempt_id, reason, "stopped (" + reason + ") before it started");
+  // Never started here (it may have been waiting for GPUs, or never delivered): end it so
+  // the job moves on. The stop order carries the fence for exactly this.
+  if (seen_.count(attempt_id)) return;
+  Assignment order;
+  order.attempt_id = attempt_id;
+  order.fence = pending_fences_[attempt_id];
+  if (!protocol::IsFence(order.fence)) {
+    spdlog::warn(R"("event":"stop_without_fence","attempt_id":{})", attempt_id);
+    return;
+  }
+  Settle(order, outcome, std::string("stopped (") + protocol::ToString(reason) +
+                             ") before it started");
 }
 
 void Agent::HandleAssignment(const json& j) {
   auto order = ParseAssignment(j);
   if (!order.ok()) {
+    // Without a well-formed fence it cannot even be reported failed; the scheduler's
+    // administrators see this in the log.
     const auto id = IntField(j, "attempt_id");  // find() on a non-object finds nothing
     spdlog::error(R"("event":"bad_assignment","attempt_id":{},"error":"{}")", id.value_or(0),
                   JsonEscape(order.status().message()));
-    if (id && !seen_.count(*id)) Settle(*id, "failed", order.status().message());
     return;
   }
   const Assignment& o = *order;
   if (seen_.count(o.attempt_id)) return;  // a re-sent assignment: it already runs
   if (notice_ || stopping_) {
-    Settle(o.attempt_id, "preempted", "not started: this node is going away");
+    Settle(o, Outcome::kPreempted, "not started: this node is going away");
     return;
   }
   if (o.gpus > gpus_.total()) {
-    Settle(o.attempt_id, "failed",
+    Settle(o, Outcome::kFailed,
            "asks for " + std::to_string(o.gpus) + " GPUs; node " + options_.node + " has " +
                std::to_string(gpus_.total()));
     return;
@@ -275,7 +383,7 @@ void Agent::BeginShutdown() {
   stopping_ = true;
   give_up_at_ = clock_.Now() + options_.grace + options_.report_after_shutdown;
   spdlog::info(R"("event":"worker_stopping","attempts":{})", attempts_.size());
-  StopAll("preempted");
+  StopAll(Outcome::kPreempted);
   // Tell the scheduler now that this node is going away (the notice flag drains it), or
   // it may place work here in the moments before the lease runs out.
   Heartbeat();
@@ -286,7 +394,7 @@ void Agent::OnNotice() {
   notice_ = true;
   spdlog::warn(R"("event":"interruption_notice","source":"{}","attempts":{})",
                JsonEscape(notices_.source()), attempts_.size());
-  StopAll("preempted");
+  StopAll(Outcome::kPreempted);
   next_heartbeat_ = clock_.Now();  // tell the scheduler now: it stops placing work here
 }
 

@@ -1,8 +1,14 @@
-// The worker agent (docs/worker-protocol.md): registers the node, heartbeats, starts each
-// assigned attempt exactly once as its own process group, forwards the attempt's
-// checkpoints (in step order) and output, reports how it ended, and stops attempts when
-// the scheduler says so, on a spot notice, on the worker's own shutdown, or when its lease
-// may have lapsed (so a job never runs in two places at once).
+// The worker agent (docs/worker-protocol.md): registers the node with its join token and
+// then speaks only with the node credential it receives (kept in <work_dir>/node.credential,
+// 0600, so a restarted worker re-registers at once), heartbeats, starts each assigned
+// attempt exactly once as its own process group under its own uid (job_identity.h) behind
+// a keeper that dies with the worker, forwards the attempt's checkpoints (in step order,
+// only those signed with the attempt's secret) and output, reports how it ended under the
+// attempt's fence, and stops attempts when the scheduler says so, on a spot notice, on the
+// worker's own shutdown, or when its lease may have lapsed (so a job never runs in two
+// places at once). A result it could not report is kept on disk and reported when the
+// scheduler answers again, also after a restart (attempt_state.h); before registering, a
+// starting worker kills whatever its previous life left running.
 //
 // Threading: single-threaded. Run() owns all state; signal handlers only set flags that
 // Run() polls (through `should_stop` and the NoticeWatcher).
@@ -24,6 +30,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/gpu_probe.h"
+#include "protocol/worker_protocol.h"
+#include "worker/attempt_state.h"
+#include "worker/job_identity.h"
 #include "worker/notice_watcher.h"
 #include "worker/process_runner.h"
 
@@ -31,24 +40,12 @@ namespace frugal::worker {
 
 using Millis = std::chrono::milliseconds;
 
-// One attempt to start, as the heartbeat reply describes it.
-struct Assignment {
-  std::int64_t attempt_id = 0;
-  std::int64_t job_id = 0;
-  int attempt = 0;  // 1, 2, ... for the job
-  int gpus = 0;
-  std::vector<std::string> command;
-  std::map<std::string, std::string> env;
-  std::string working_dir;  // empty: the attempt's own directory
-  std::string resume_from;  // latest committed checkpoint URI, or ""
-  std::optional<std::int64_t> resume_step;
-  std::optional<std::chrono::seconds> max_runtime;
-};
-
-// InvalidArgument naming the field when `j` is not a well-formed assignment.
-StatusOr<Assignment> ParseAssignment(const nlohmann::json& j);
+using protocol::Assignment;
+using protocol::Outcome;
+using protocol::ParseAssignment;
 
 struct AgentOptions {
+  std::string join_token;  // a worker-role token: only for registering
   std::string node;
   std::string pool;
   int gpus = 1;
@@ -60,7 +57,10 @@ struct AgentOptions {
   Millis grace{10000};                       // SIGTERM -> SIGKILL
   Millis tick{200};                          // reaping, spool and log forwarding
   Millis report_after_shutdown{15000};       // after the grace, then give up reporting
-  std::vector<std::string> base_env;         // "K=V" every job inherits (see CurrentEnvironment)
+  // "K=V" every job inherits: only what the worker's pass_env setting names (PATH, LANG,
+  // ...); never the worker's credentials.
+  std::vector<std::string> base_env;
+  JobUsers job_users;  // who jobs run as (job_identity.h); default: the worker's own user
 };
 
 class Agent {
@@ -83,9 +83,14 @@ class Agent {
     Assignment order;
     pid_t pid = 0;  // group leader, so also the group id; 0 if it never started
     std::vector<int> gpu_indices;
-    std::string dir;  // <work_dir>/attempt-<id>: output.log, spool/, default cwd
+    std::string dir;  // <work_dir>/attempt-<id>: state.json, output.log, spool/, job/ (cwd)
+    std::int64_t lease_epoch = 0;  // the epoch it was assigned under: its reports use it
+    std::string secret;            // the job's spool secret (FRUGAL_CHECKPOINT_SECRET)
+    std::optional<JobIdentity> identity;
+    std::uint64_t leader_start = 0;
     Timestamp started_at{};
-    std::string stop_outcome;          // why we stopped it: cancelled|preempted|timed_out
+    std::optional<Outcome> stop_outcome;  // why we stopped it
+    bool lease_kill = false;  // killed because the lease may have lapsed
     std::optional<Timestamp> kill_at;  // SIGKILL the group then, if it still runs
     bool report = true;  // false: stale or abandoned; kill, reap and forget, never report
     bool exited = false;
@@ -96,30 +101,36 @@ class Agent {
 
     std::string output() const { return dir + "/output.log"; }
     std::string spool() const { return dir + "/spool"; }
+    std::string job_dir() const { return dir + "/job"; }
   };
   enum class Progress { kDone, kLater, kStale };
 
   // Registration and heartbeat (agent.cc).
+  void CleanUpPreviousLife();
   Status Register();
+  Status RegisterWith(const std::string& token, bool with_credential);
   Status RegisterFirst(const std::function<bool()>& should_stop);
   void Heartbeat();
   void HandleReply(const nlohmann::json& reply);
-  void HandleStop(std::int64_t attempt_id, std::string reason);
+  void HandleStop(std::int64_t attempt_id, protocol::StopReason reason);
   void HandleAssignment(const nlohmann::json& j);
   void SetLease(Millis ttl, std::optional<Millis> heartbeat);
   bool CanReport() const;
   void EnforceLease();
+  void LoseLease(const std::string& why);
+  void ReportLateResults();
   void BeginShutdown();
   void OnNotice();
 
   // Attempts: starting, stopping, reaping, reporting.
   void Start(const Assignment& order, std::vector<int> gpu_indices);
-  void Settle(std::int64_t attempt_id, const std::string& outcome, const std::string& note);
+  Status PrepareDirs(const Attempt& a, const std::string& checkpoint_dir);
+  void Settle(const Assignment& order, Outcome outcome, const std::string& note);
   Attempt& Track(Attempt a);
-  void Stop(Attempt& a, const std::string& outcome);
-  void StopAll(const std::string& outcome);
+  void SaveState(const Attempt& a);
+  void Stop(Attempt& a, Outcome outcome);
+  void StopAll(Outcome outcome);
   void Abandon(Attempt& a, const std::string& why);
-  void AbandonAll(const std::string& why);
   void ServiceAttempts();
   bool Service(Attempt& a);  // true: done with it
   void Reap(Attempt& a);
@@ -128,7 +139,8 @@ class Agent {
   Progress ShipLogs(Attempt& a);
   Progress PostLog(Attempt& a, const std::string& data);
   Progress Finish(Attempt& a);
-  std::string OutcomeOf(const Attempt& a) const;
+  Outcome OutcomeOf(const Attempt& a) const;
+  nlohmann::json Fenced(const Attempt& a, nlohmann::json body) const;
   std::map<std::string, std::string> FrugalEnv(const Attempt& a) const;
   StatusOr<api::ClientResponse> Post(const std::string& path, const nlohmann::json& body);
 
@@ -140,8 +152,13 @@ class Agent {
   GpuStatsFn gpu_stats_;
   SleepFn sleep_;
 
+  std::string join_token_;        // the token this worker joins with (never sent afterwards)
+  std::string credential_;       // the node credential; empty until the first registration
+  std::string credential_path_;  // <work_dir>/node.credential
+
   // The lease, valid while registered_. Every attempt report is fenced by lease_epoch_.
   bool registered_ = false;
+  bool lease_doubt_ = false;  // no good heartbeat for 0.8 x TTL: try the old epoch first
   std::int64_t lease_epoch_ = 0;
   Millis lease_ttl_{15000};
   Millis heartbeat_interval_{2000};
@@ -151,7 +168,9 @@ class Agent {
 
   std::map<std::int64_t, Attempt> attempts_;  // by attempt id
   std::set<std::int64_t> seen_;  // every attempt id started or settled here: start once
+  std::map<std::int64_t, std::string> pending_fences_;  // from stop orders, by attempt id
   GpuAllocator gpus_;
+  JobUsers job_users_;
 
   bool notice_ = false;    // spot notice: report it, stop everything, start nothing
   bool stopping_ = false;  // worker shutdown: stop everything, report, exit; drains like notice_

@@ -6,14 +6,21 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crypto.h"
 #include "common/log.h"
+#include "protocol/spool.h"
 #include "worker/agent.h"
-#include "worker/spool.h"
 
 namespace frugal::worker {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using protocol::ListSpool;
+using protocol::SpoolEntry;
+using protocol::ToJson;
 
 namespace {
 
@@ -21,8 +28,30 @@ constexpr std::int64_t kLogChunk = 64 * 1024;
 constexpr std::int64_t kLogCap = 1 << 20;   // the server keeps no more per attempt either
 constexpr std::int64_t kCapNoteRoom = 512;  // kept free below the cap for the "truncated" note
 constexpr int kChunksPerTick = 4;           // one chatty job must not starve the others
-// The worker's own credentials: a job never holds one (it reports through the spool).
+// The worker's own credentials: a job never holds one (it reports through the spool). The
+// job's environment starts from the pass_env allow-list, so these are a second line.
 const std::vector<std::string> kCredentialVars = {"FRUGAL_WORKER_TOKEN", "FRUGAL_TOKEN"};
+
+// Makes `path` a directory owned by `id` (or the worker) with `mode`, whatever was there.
+Status OwnedDir(const std::string& path, const std::optional<JobIdentity>& id, mode_t mode) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return Internal("cannot create " + path + ": " + ec.message());
+  if (id && chown(path.c_str(), id->uid, id->gid) != 0) return Internal("cannot chown " + path);
+  if (chmod(path.c_str(), mode) != 0) return Internal("cannot chmod " + path);
+  return Status::Ok();
+}
+
+// Hands an existing tree (a job's checkpoints from earlier attempts, written under other
+// uids) to `id`, without following links a job may have planted.
+void ChownTree(const std::string& root, const JobIdentity& id) {
+  std::error_code ec;
+  lchown(root.c_str(), id.uid, id.gid);
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    lchown(it->path().c_str(), id.uid, id.gid);
+  }
+}
 
 // What an answer to an attempt report means for the attempt.
 enum class Answer { kOk, kStale, kRejected, kRetry };
@@ -55,10 +84,41 @@ std::string ExitText(const std::optional<int>& code) {
 
 Agent::Attempt& Agent::Track(Attempt a) {
   seen_.insert(a.order.attempt_id);
+  pending_fences_.erase(a.order.attempt_id);
   a.dir = options_.work_dir + "/attempt-" + std::to_string(a.order.attempt_id);
-  std::error_code ec;
-  fs::create_directories(a.spool(), ec);  // if this fails, starting fails and says why
+  // The worker's own: jobs may pass through it to their job/ and spool/, not list or write it.
+  (void)OwnedDir(a.dir, std::nullopt, 0711);
   return attempts_.insert_or_assign(a.order.attempt_id, std::move(a)).first->second;
+}
+
+void Agent::SaveState(const Attempt& a) {
+  AttemptState st;
+  st.attempt_id = a.order.attempt_id;
+  st.job_id = a.order.job_id;
+  st.lease_epoch = a.lease_epoch;
+  st.fence = a.order.fence;
+  st.pgid = a.pid;
+  st.leader_start = a.leader_start;
+  if (a.identity && a.identity->own_uid) st.uid = a.identity->uid;
+  if (a.exited) {
+    st.outcome = OutcomeOf(a);
+    st.exit_code = a.exit_code;
+  }
+  st.lease_kill = a.lease_kill;
+  if (Status s = SaveAttemptState(a.dir, st); !s.ok()) {
+    spdlog::warn(R"("event":"attempt_state_not_saved","attempt_id":{},"error":"{}")",
+                 a.order.attempt_id, JsonEscape(s.message()));
+  }
+}
+
+Status Agent::PrepareDirs(const Attempt& a, const std::string& checkpoint_dir) {
+  // The job's own: its working directory (also HOME and TMPDIR) and its spool, where no other
+  // attempt's uid can read or write.
+  RETURN_IF_ERROR(OwnedDir(a.job_dir(), a.identity, 0700));
+  RETURN_IF_ERROR(OwnedDir(a.spool(), a.identity, 0700));
+  RETURN_IF_ERROR(OwnedDir(checkpoint_dir, a.identity, 0700));
+  if (a.identity) ChownTree(checkpoint_dir, *a.identity);
+  return job_users_.CheckReachable(a.identity, a.job_dir());
 }
 
 void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
@@ -66,26 +126,35 @@ void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
   fresh.order = order;
   fresh.gpu_indices = std::move(gpu_indices);
   fresh.started_at = clock_.Now();
+  fresh.lease_epoch = lease_epoch_;
+  fresh.secret = NewSecretHex();
+  auto identity = job_users_.Acquire();
+  if (identity.ok()) fresh.identity = *identity;
   Attempt& a = Track(std::move(fresh));
   const std::string checkpoint_dir = FrugalEnv(a).at("FRUGAL_CHECKPOINT_DIR");
-  const std::string cwd = order.working_dir.empty() ? a.dir : order.working_dir;
-  std::error_code ec;
-  fs::create_directories(checkpoint_dir, ec);
+  const std::string cwd = order.working_dir.empty() ? a.job_dir() : order.working_dir;
   AppendOutputLine(a.output(),
                    "[frugal-worker] job " + std::to_string(order.job_id) + " attempt " +
                        std::to_string(order.attempt) + " on node " + options_.node +
                        ", CUDA_VISIBLE_DEVICES=" + JoinIndices(a.gpu_indices) +
+                       (a.identity ? ", uid " + std::to_string(a.identity->uid) : "") +
                        (order.resume_from.empty() ? "" : ", resuming from " + order.resume_from));
   StatusOr<pid_t> pid = Internal("not started");
-  if (ec) {
-    pid = Internal("cannot create " + checkpoint_dir + ": " + ec.message());
+  std::error_code ec;
+  if (!identity.ok()) {
+    pid = identity.status();
+  } else if (Status st = PrepareDirs(a, checkpoint_dir); !st.ok()) {
+    pid = st;
   } else if (!fs::is_directory(cwd, ec)) {
     pid = NotFound("working directory " + cwd + " does not exist on " + options_.node);
   } else {
-    pid = runner_.Start(
-        {order.command,
-         MergeEnvironment(options_.base_env, kCredentialVars, order.env, FrugalEnv(a)), cwd,
-         a.output()});
+    // HOME and TMPDIR first, so a job's own env may set others.
+    std::vector<std::string> base = options_.base_env;
+    base.push_back("HOME=" + a.job_dir());
+    base.push_back("TMPDIR=" + a.job_dir());
+    pid = runner_.Start({order.command,
+                         MergeEnvironment(base, kCredentialVars, order.env, FrugalEnv(a)), cwd,
+                         a.output(), a.identity, /*keeper=*/true});
   }
   if (!pid.ok()) {
     AppendOutputLine(a.output(), "[frugal-worker] " + pid.status().message());
@@ -93,25 +162,32 @@ void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
                   order.job_id, order.attempt_id, JsonEscape(pid.status().message()));
     gpus_.Release(a.gpu_indices);
     a.gpu_indices.clear();
+    if (a.identity) job_users_.Release(a.identity->uid);
     a.exited = true;  // reported failed, without an exit code
+    SaveState(a);
     return;
   }
   a.pid = *pid;
+  a.leader_start = ProcessStartTime(a.pid).value_or(0);
+  SaveState(a);
   spdlog::info(
-      R"("event":"attempt_started","job_id":{},"attempt":{},"attempt_id":{},"pid":{},"gpus":"{}","resume_from":"{}")",
+      R"("event":"attempt_started","job_id":{},"attempt":{},"attempt_id":{},"pid":{},"gpus":"{}","uid":{},"resume_from":"{}")",
       order.job_id, order.attempt, order.attempt_id, a.pid, JoinIndices(a.gpu_indices),
+      a.identity ? static_cast<long>(a.identity->uid) : static_cast<long>(getuid()),
       JsonEscape(order.resume_from));
 }
 
-void Agent::Settle(std::int64_t attempt_id, const std::string& outcome, const std::string& note) {
+void Agent::Settle(const Assignment& order, Outcome outcome, const std::string& note) {
   Attempt a;
-  a.order.attempt_id = attempt_id;
+  a.order = order;
+  a.lease_epoch = lease_epoch_;
   a.exited = true;
   a.stop_outcome = outcome;
   Attempt& tracked = Track(std::move(a));
   AppendOutputLine(tracked.output(), "[frugal-worker] " + note);
+  SaveState(tracked);
   spdlog::info(R"("event":"attempt_settled","attempt_id":{},"outcome":"{}","note":"{}")",
-               attempt_id, outcome, JsonEscape(note));
+               order.attempt_id, protocol::ToString(outcome), JsonEscape(note));
 }
 
 std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
@@ -124,40 +200,33 @@ std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
           {"FRUGAL_RESUME_FROM", o.resume_from},
           {"FRUGAL_RESUME_STEP", o.resume_step ? std::to_string(*o.resume_step) : ""},
           {"FRUGAL_CHECKPOINT_SPOOL", a.spool()},
+          {"FRUGAL_CHECKPOINT_SECRET", a.secret},
           {"CUDA_VISIBLE_DEVICES", JoinIndices(a.gpu_indices)}};
 }
 
 // --- stopping ---
 
-void Agent::Stop(Attempt& a, const std::string& outcome) {
+void Agent::Stop(Attempt& a, Outcome outcome) {
   a.stop_outcome = outcome;
   runner_.SignalGroup(a.pid, SIGTERM);
   a.kill_at = clock_.Now() + options_.grace;
   spdlog::info(
       R"("event":"attempt_stopping","job_id":{},"attempt_id":{},"outcome":"{}","grace_ms":{})",
-      a.order.job_id, a.order.attempt_id, outcome, options_.grace.count());
+      a.order.job_id, a.order.attempt_id, protocol::ToString(outcome), options_.grace.count());
 }
 
-void Agent::StopAll(const std::string& outcome) {
+void Agent::StopAll(Outcome outcome) {
   for (auto& [id, a] : attempts_) {
-    if (a.report && !a.exited && a.stop_outcome.empty()) Stop(a, outcome);
+    if (a.report && !a.exited && !a.stop_outcome) Stop(a, outcome);
   }
 }
 
 void Agent::Abandon(Attempt& a, const std::string& why) {
   if (!a.exited) runner_.SignalGroup(a.pid, SIGKILL);
   a.report = false;
+  RemoveAttemptState(a.dir);
   spdlog::warn(R"("event":"attempt_abandoned","job_id":{},"attempt_id":{},"why":"{}")",
                a.order.job_id, a.order.attempt_id, JsonEscape(why));
-}
-
-void Agent::AbandonAll(const std::string& why) {
-  spdlog::error(R"("event":"lease_lost","lease_epoch":{},"why":"{}","attempts":{})", lease_epoch_,
-                JsonEscape(why), attempts_.size());
-  for (auto& [id, a] : attempts_) {
-    if (a.report) Abandon(a, why);
-  }
-  registered_ = false;
 }
 
 // --- reaping and reporting ---
@@ -177,11 +246,14 @@ bool Agent::Service(Attempt& a) {
   // committed before /finish makes the job resumable from "its latest checkpoint".
   const Progress spool = ForwardSpool(a);
   const Progress logs = spool == Progress::kStale ? spool : ShipLogs(a);
-  if (spool == Progress::kStale || logs == Progress::kStale) {
+  const bool stale = spool == Progress::kStale || logs == Progress::kStale;
+  if (stale && !a.exited) {
     Abandon(a, "a report was refused: the attempt is stale");
-    return a.exited;
+    return false;
   }
-  if (!a.exited || spool != Progress::kDone || logs != Progress::kDone) return false;
+  // A stale attempt that already ended still reports how: the scheduler takes a late result
+  // for a job it has not placed again (a finished job is never run twice).
+  if (!a.exited || (!stale && (spool != Progress::kDone || logs != Progress::kDone))) return false;
   return Finish(a) != Progress::kLater;
 }
 
@@ -193,18 +265,25 @@ void Agent::Reap(Attempt& a) {
   a.exit_code = r.exit_code;
   gpus_.Release(a.gpu_indices);
   a.gpu_indices.clear();
+  if (a.identity) {
+    // Whatever the job left under its uid (daemons, setsid escapees) dies with it.
+    if (a.identity->own_uid) job_users_.Sweep(a.identity->uid);
+    job_users_.Release(a.identity->uid);
+  }
   if (!a.report) return;
-  AppendOutputLine(a.output(), "[frugal-worker] attempt ended: " + OutcomeOf(a) + " (" +
+  SaveState(a);  // the result survives a worker restart until the scheduler has it
+  const char* outcome = protocol::ToString(OutcomeOf(a));
+  AppendOutputLine(a.output(), std::string("[frugal-worker] attempt ended: ") + outcome + " (" +
                                    ExitText(a.exit_code) + ")");
   spdlog::info(R"("event":"attempt_exited","job_id":{},"attempt_id":{},"exit":"{}","outcome":"{}")",
-               a.order.job_id, a.order.attempt_id, ExitText(a.exit_code), OutcomeOf(a));
+               a.order.job_id, a.order.attempt_id, ExitText(a.exit_code), outcome);
 }
 
 void Agent::EnforceDeadlines(Attempt& a) {
   if (a.exited) return;
   const Timestamp now = clock_.Now();
-  if (a.order.max_runtime && a.stop_outcome.empty() && now - a.started_at >= *a.order.max_runtime) {
-    Stop(a, "timed_out");
+  if (a.order.max_runtime && !a.stop_outcome && now - a.started_at >= *a.order.max_runtime) {
+    Stop(a, Outcome::kTimedOut);
   }
   if (a.kill_at && now >= *a.kill_at) {
     runner_.SignalGroup(a.pid, SIGKILL);
@@ -225,10 +304,17 @@ Agent::Progress Agent::ForwardSpool(Attempt& a) {
       fs::remove(e.path, ec);
       continue;
     }
+    if (!ConstantTimeEquals(e.report.secret, a.secret)) {
+      // Not written by this attempt's job: another job on this node, or a leftover of a
+      // previous life (whose secret died with it). Never forwarded.
+      spdlog::warn(
+          R"("event":"checkpoint_report_refused","attempt_id":{},"file":"{}","why":"wrong secret")",
+          a.order.attempt_id, JsonEscape(e.path));
+      fs::remove(e.path, ec);
+      continue;
+    }
     if (!CanReport()) return Progress::kLater;
-    json body = ToJson(e.report);
-    body["lease_epoch"] = lease_epoch_;
-    const auto r = Post(AttemptPath(a.order.attempt_id, "checkpoint"), body);
+    const auto r = Post(AttemptPath(a.order.attempt_id, "checkpoint"), Fenced(a, ToJson(e.report)));
     switch (Classify(r)) {
       case Answer::kOk:
         spdlog::info(
@@ -278,8 +364,7 @@ Agent::Progress Agent::ShipLogs(Attempt& a) {
 }
 
 Agent::Progress Agent::PostLog(Attempt& a, const std::string& data) {
-  const auto r = Post(AttemptPath(a.order.attempt_id, "logs"),
-                      {{"lease_epoch", lease_epoch_}, {"data", data}});
+  const auto r = Post(AttemptPath(a.order.attempt_id, "logs"), Fenced(a, {{"data", data}}));
   switch (Classify(r)) {
     case Answer::kOk:
       return Progress::kDone;
@@ -297,31 +382,32 @@ Agent::Progress Agent::PostLog(Attempt& a, const std::string& data) {
 }
 
 Agent::Progress Agent::Finish(Attempt& a) {
-  const std::string outcome = OutcomeOf(a);
-  const json body = {{"lease_epoch", lease_epoch_},
-                     {"outcome", outcome},
-                     {"exit_code", a.exit_code ? json(*a.exit_code) : json(nullptr)}};
-  const auto r = Post(AttemptPath(a.order.attempt_id, "finish"), body);
-  switch (Classify(r)) {
-    case Answer::kOk:
-      spdlog::info(R"("event":"attempt_reported","job_id":{},"attempt_id":{},"outcome":"{}")",
-                   a.order.job_id, a.order.attempt_id, outcome);
-      return Progress::kDone;
-    case Answer::kRetry:
-      return Progress::kLater;
-    case Answer::kStale:  // already ended (or we lost the lease): nothing left to tell
-    case Answer::kRejected:
-      spdlog::warn(
-          R"("event":"attempt_report_refused","attempt_id":{},"outcome":"{}","error":"{}")",
-          a.order.attempt_id, outcome, Describe(r));
-      return Progress::kDone;
+  const Outcome outcome = OutcomeOf(a);
+  const auto r = Post(AttemptPath(a.order.attempt_id, "finish"),
+                      protocol::FinishBody(a.lease_epoch, a.order.fence, outcome, a.exit_code));
+  const Answer answer = Classify(r);
+  if (answer == Answer::kRetry) return Progress::kLater;
+  if (answer == Answer::kOk) {
+    spdlog::info(R"("event":"attempt_reported","job_id":{},"attempt_id":{},"outcome":"{}")",
+                 a.order.job_id, a.order.attempt_id, protocol::ToString(outcome));
+  } else {
+    // Already ended (or the lease was lost and the job was placed again): nothing to tell.
+    spdlog::warn(R"("event":"attempt_report_refused","attempt_id":{},"outcome":"{}","error":"{}")",
+                 a.order.attempt_id, protocol::ToString(outcome), Describe(r));
   }
+  RemoveAttemptState(a.dir);
   return Progress::kDone;
 }
 
-std::string Agent::OutcomeOf(const Attempt& a) const {
-  if (!a.stop_outcome.empty()) return a.stop_outcome;
-  return a.exit_code == 0 ? "succeeded" : "failed";
+Outcome Agent::OutcomeOf(const Attempt& a) const {
+  if (a.stop_outcome) return *a.stop_outcome;
+  return a.exit_code == 0 ? Outcome::kSucceeded : Outcome::kFailed;
+}
+
+json Agent::Fenced(const Attempt& a, json body) const {
+  body["lease_epoch"] = a.lease_epoch;
+  body["fence"] = a.order.fence;
+  return body;
 }
 
 }  // namespace frugal::worker

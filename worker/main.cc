@@ -4,7 +4,11 @@
 // SIGUSR1 is a spot interruption notice.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -61,6 +65,9 @@ const Flag kFlags[] = {
     {"--notice-format", "notice_format", "How to read --notice-url: aws or gcp"},
     {"--log-level", "log_level", "trace, debug, info, warn, error or off"},
     {"--nvidia-smi", "nvidia_smi", "GPU metrics command or path (default nvidia-smi)"},
+    {"--job-user", "job_user", "As root: jobs run with this user's group (default frugal-job)"},
+    {"--job-uids", "job_uids", "As root: FIRST-LAST, a uid per attempt (none: job_user's own)"},
+    {"--pass-env", "pass_env", "Worker variables jobs inherit (default PATH,LANG,LC_ALL,LC_CTYPE,TZ)"},
 };
 
 int Fail(const frugal::Status& st, int code) {
@@ -95,7 +102,13 @@ frugal::worker::AgentOptions AgentOptionsFrom(const frugal::worker::WorkerConfig
   o.work_dir = c.work_dir;
   o.checkpoint_root = c.checkpoint_root;
   o.grace = Millis(c.grace_period);
-  o.base_env = frugal::worker::CurrentEnvironment();
+  o.join_token = c.token;
+  for (const std::string& entry : frugal::worker::CurrentEnvironment()) {
+    const std::string name = entry.substr(0, entry.find('='));
+    for (const std::string& pass : c.pass_env) {
+      if (name == pass) o.base_env.push_back(entry);
+    }
+  }
   return o;
 }
 
@@ -130,6 +143,21 @@ int main(int argc, char** argv) {
     return Fail(st, 2);
   }
 
+  auto job_users = frugal::worker::JobUsers::Create(cfg.job_user, cfg.job_uids.value_or(""));
+  if (!job_users.ok()) return Fail(job_users.status(), 2);
+  // Nothing of this process is readable through /proc by a job of the same user (its
+  // environment holds the join token); the keeper each job runs under inherits this.
+  prctl(PR_SET_DUMPABLE, 0);
+  for (const std::string& dir : {cfg.work_dir, cfg.checkpoint_root}) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    chmod(dir.c_str(), 0711);  // jobs pass through to their own directories, list nothing
+    if (auto st = job_users->CheckReachable(job_users->Sample(), dir);
+        !st.ok()) {
+      return Fail(st, 2);
+    }
+  }
+
   frugal::api::Client client(cfg.scheduler_url, cfg.token, {std::chrono::seconds(2)});
   if (!client.url_status().ok()) return Fail(client.url_status(), 2);
   InstallSignalHandlers();
@@ -149,7 +177,9 @@ int main(int argc, char** argv) {
       frugal::JsonEscape(cfg.gpu_type), frugal::JsonEscape(cfg.work_dir),
       frugal::JsonEscape(cfg.checkpoint_root));
 
-  frugal::worker::Agent agent(AgentOptionsFrom(cfg), client, runner, notices, clock, gpu_stats);
+  auto options = AgentOptionsFrom(cfg);
+  options.job_users = *job_users;
+  frugal::worker::Agent agent(std::move(options), client, runner, notices, clock, gpu_stats);
   if (auto st = agent.Run([] { return g_stop != 0; }); !st.ok()) return Fail(st, 1);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/job_identity.h"
 
 namespace frugal::worker {
 
@@ -24,6 +25,14 @@ struct SpawnSpec {
   std::vector<std::string> env;   // the complete environment, "KEY=value"
   std::string cwd;                // must exist
   std::string output_path;        // stdout and stderr, appended (created if missing)
+  // Jobs only. The credentials to run with (unset: the worker's own; needs root).
+  std::optional<JobIdentity> identity;
+  // Jobs only. Start a keeper first: a forked copy of the caller that leads the new group,
+  // runs the command as its child and exits as the command did. The keeper asks the kernel
+  // for a signal when the caller dies (PR_SET_PDEATHSIG) and then kills the whole group,
+  // and with an own uid every process of that uid, so a job never outlives its worker.
+  // Only for a single-threaded caller (the worker), which the keeper copies.
+  bool keeper = false;
 };
 
 struct ReapResult {
@@ -37,8 +46,8 @@ class ProcessRunner {
  public:
   virtual ~ProcessRunner() = default;
 
-  // Starts `spec` as the leader of a new process group. Returns its pid, which is also
-  // the group id. InvalidArgument for an empty argv; NotFound/PermissionDenied/Internal
+  // Starts `spec` as the leader of a new process group (with `keeper`, the keeper leads it).
+  // Returns the leader's pid, which is also the group id. InvalidArgument for an empty argv; NotFound/PermissionDenied/Internal
   // (with the reason) when it cannot be started.
   virtual StatusOr<pid_t> Start(const SpawnSpec& spec) = 0;
 

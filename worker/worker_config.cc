@@ -1,5 +1,7 @@
 #include "worker/worker_config.h"
 
+#include <unistd.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -69,7 +71,8 @@ const std::vector<std::string>& WorkerConfigKeys() {
       "scheduler_url", "token",           "pool",         "node",
       "gpus",          "gpu_type",        "gpu_mem_gb",   "heartbeat_interval",
       "work_dir",      "checkpoint_root", "grace_period", "notice_file",
-      "notice_url",    "notice_format",   "log_level",    "nvidia_smi"};
+      "notice_url",    "notice_format",   "log_level",    "nvidia_smi",
+      "job_user",      "job_uids",        "pass_env"};
   return keys;
 }
 
@@ -110,6 +113,25 @@ Status SetKey(WorkerConfig& c, const std::string& key, const std::string& v) {
   } else if (key == "nvidia_smi") {
     if (v.empty()) return InvalidArgument("nvidia_smi must name a program or a path", key);
     c.nvidia_smi = v;
+  } else if (key == "job_user") {
+    c.job_user = v;
+  } else if (key == "job_uids") {
+    c.job_uids = v;
+  } else if (key == "pass_env") {
+    c.pass_env.clear();
+    size_t start = 0;
+    while (start <= v.size()) {
+      size_t comma = v.find(',', start);
+      if (comma == std::string::npos) comma = v.size();
+      std::string name = v.substr(start, comma - start);
+      if (!name.empty()) {
+        if (name.find('=') != std::string::npos) {
+          return InvalidArgument("pass_env names variables, comma-separated (PATH,LANG)", key);
+        }
+        c.pass_env.push_back(name);
+      }
+      start = comma + 1;
+    }
   } else {
     return InvalidArgument("unknown configuration key '" + key + "' (" + KeyList() + ")", key);
   }
@@ -147,6 +169,15 @@ Status CompleteWorkerConfig(WorkerConfig& c, const std::string& hostname,
     if (ec) return InvalidArgument("cannot resolve path '" + *path + "': " + ec.message());
     *path = absolute.lexically_normal().string();
     while (path->size() > 1 && path->back() == '/') path->pop_back();
+  }
+  if (geteuid() == 0) {
+    if (c.job_user.empty()) c.job_user = kDefaultJobUser;
+    if (!c.job_uids) c.job_uids = kDefaultJobUids;
+    if (*c.job_uids == "none") c.job_uids = "";
+  } else if (!c.job_user.empty() || (c.job_uids && !c.job_uids->empty() && *c.job_uids != "none")) {
+    return InvalidArgument("job_user and job_uids need a worker running as root; without root "
+                           "jobs run as the worker's own user",
+                           c.job_user.empty() ? "job_uids" : "job_user");
   }
   return Status::Ok();
 }

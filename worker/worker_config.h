@@ -37,7 +37,19 @@ struct WorkerConfig {
   // The GPU metrics source: run as `<nvidia_smi> --query-gpu=... --format=csv,noheader,nounits`
   // for detection and for every heartbeat's utilisation and memory readings.
   std::string nvidia_smi = "nvidia-smi";
+  // Job isolation (worker/job_identity.h). Unset, for a worker running as root: jobs run with
+  // the group of user "frugal-job" and each attempt under its own uid of kDefaultJobUids.
+  // job_uids "none": every job runs as job_user itself. A worker not running as root runs
+  // jobs as itself and accepts neither.
+  std::string job_user;
+  std::optional<std::string> job_uids;
+  // Names of the worker's environment variables a job inherits; nothing else leaks through.
+  std::vector<std::string> pass_env = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"};
 };
+
+// A uid block no distribution or systemd hands out (they stay far below it).
+inline constexpr const char* kDefaultJobUids = "2000000000-2000004095";
+inline constexpr const char* kDefaultJobUser = "frugal-job";
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 

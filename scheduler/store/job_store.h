@@ -23,7 +23,10 @@
 namespace frugal::store {
 
 // kMetrics: may read GET /metrics and nothing else (a scraper's token).
-enum class Role { kAdmin, kResearcher, kWorker, kMetrics };
+// kWorker: a join token: may register nodes (POST /v1/workers/register) and nothing else.
+// kNode: a node credential issued by registration: may call the worker routes for that
+// node only (decision 0019). Never an API token's role: ParseRole refuses it.
+enum class Role { kAdmin, kResearcher, kWorker, kMetrics, kNode };
 const char* ToString(Role r);
 StatusOr<Role> ParseRole(const std::string& s);
 
@@ -35,6 +38,8 @@ struct Principal {
   std::string team;
   model::UserId user_id = 0;
   std::string user;
+  // Role kNode only: the node the credential belongs to (user holds its name).
+  model::NodeId node_id = 0;
 };
 
 struct SubmitRequest {

@@ -1,6 +1,9 @@
 // The WorkerStore port: what the worker protocol (docs/worker-protocol.md) asks of durable
-// state. Every write is fenced by (attempt id, lease epoch) or (node, lease epoch): a stale
-// caller gets Conflict and changes nothing. Thread-safe; each method is one transaction.
+// state. Every write is fenced (protocol/worker_protocol.h): a node writes only as itself
+// (the node id its credential resolved to), at its current lease epoch, and about an
+// attempt only with that attempt's fence. A stale caller gets Conflict and changes
+// nothing; an attempt on another node is PermissionDenied. Thread-safe; each method is one
+// transaction.
 #pragma once
 
 #include <optional>
@@ -8,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "protocol/worker_protocol.h"
 #include "scheduler/model/attempt.h"
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
@@ -18,10 +22,12 @@ struct Registration {
   model::NodeId node_id = 0;
   std::int64_t lease_epoch = 0;
   int attempts_lost = 0;  // active attempts of the previous epoch, now ended node_lost
+  std::string credential;  // the node's new credential, in clear: returned once, kept hashed
 };
 
 struct HeartbeatRequest {
-  std::string node;
+  model::NodeId node_id = 0;  // from the caller's node credential
+  std::string node;           // must be that node's name
   std::int64_t lease_epoch = 0;
   std::vector<model::AttemptId> running;
   std::string gpu_stats_json = "[]";
@@ -41,11 +47,22 @@ struct AttemptOrder {
   int gpus = 0;
   std::string resume_from;  // latest committed checkpoint URI, empty if none
   std::optional<std::int64_t> resume_step;
+  std::string fence;
 };
 
 struct StopOrder {
   model::AttemptId attempt_id = 0;
-  std::string reason;  // cancelled | preempted | stale
+  protocol::StopReason reason = protocol::StopReason::kPreempted;
+  // The attempt's fence (empty for kStale): the worker may never have received the
+  // assignment, and reports the attempt stopped with it.
+  std::string fence;
+};
+
+// Who reports about an attempt: the node its credential resolved to, and the attempt's
+// fence as the assignment gave it.
+struct AttemptAuth {
+  model::NodeId node_id = 0;
+  std::string fence;
 };
 
 struct HeartbeatReply {
@@ -63,9 +80,7 @@ struct CheckpointReport {
 };
 
 // How an attempt ended, as the worker saw it.
-enum class Outcome { kSucceeded, kFailed, kTimedOut, kCancelled, kPreempted };
-const char* ToString(Outcome o);
-StatusOr<Outcome> ParseOutcome(const std::string& s);
+using protocol::Outcome;
 
 struct LogChunk {
   std::int64_t seq = 0;
@@ -77,27 +92,39 @@ class WorkerStore {
  public:
   virtual ~WorkerStore() = default;
 
-  // Registers (or re-registers, bumping the epoch) `node` in `pool_name`. Attempts of an
-  // earlier epoch end node_lost and their jobs become pending again.
+  // Registers (or re-registers, bumping the epoch) `node` in `pool_name` and issues a new
+  // node credential, which replaces the old one. Attempts of an earlier epoch end
+  // node_lost and their jobs become pending again. `caller` is the node the caller's
+  // credential belongs to, or nullopt for a join token. Conflict when a node of that name
+  // has a live lease and `caller` is not that node: a node cannot be taken over while it
+  // heartbeats. The node row is locked first, so an assignment racing with this either
+  // lands before it (and is ended here) or after it (on the new epoch).
   virtual StatusOr<Registration> RegisterWorker(const model::Node& node,
-                                                const std::string& pool_name,
-                                                Seconds lease_ttl) = 0;
+                                                const std::string& pool_name, Seconds lease_ttl,
+                                                std::optional<model::NodeId> caller) = 0;
 
-  // Extends the lease; Conflict if the epoch is not current. Acknowledges `running`,
-  // returns undelivered attempts and stop orders.
+  // Extends the lease; Conflict if the epoch is not current or `req.node` is not the
+  // caller's node. Acknowledges `running`, ends any active attempt of an older epoch on
+  // this node (node_lost), returns undelivered attempts of the current epoch and stop
+  // orders.
   virtual StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) = 0;
 
-  // Commits a checkpoint. Conflict if the attempt is not active on that epoch;
-  // FailedPrecondition (field step) if the step does not advance the job's latest.
-  virtual Status CommitCheckpoint(const CheckpointReport& report) = 0;
+  // Commits a checkpoint. PermissionDenied if the attempt is not on `auth.node_id`;
+  // Conflict if it is not active on that epoch or the fence is wrong; FailedPrecondition
+  // (field step) if the step does not advance the job's latest.
+  virtual Status CommitCheckpoint(const CheckpointReport& report, const AttemptAuth& auth) = 0;
 
-  // Appends output, keeping at most `cap_bytes` per attempt.
+  // Appends output, keeping at most `cap_bytes` per attempt. Fenced as CommitCheckpoint.
   virtual Status AppendLog(model::AttemptId attempt, std::int64_t lease_epoch,
-                           const std::string& data, std::int64_t cap_bytes) = 0;
+                           const std::string& data, std::int64_t cap_bytes,
+                           const AttemptAuth& auth) = 0;
 
   // Ends the attempt and moves its job (see docs/worker-protocol.md). Returns the job.
+  // Fenced as CommitCheckpoint. Any report marks the attempt acknowledged: an attempt no
+  // worker ever acknowledged is not billed.
   virtual StatusOr<model::Job> FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
-                                             Outcome outcome, std::optional<int> exit_code) = 0;
+                                             Outcome outcome, std::optional<int> exit_code,
+                                             const AttemptAuth& auth) = 0;
 
   // Output chunks of a job after `after_seq`, oldest first, at most `limit`.
   virtual StatusOr<std::vector<LogChunk>> ReadLogs(model::JobId job,

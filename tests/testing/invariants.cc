@@ -6,10 +6,14 @@ namespace frugal::testing {
 
 // The ledger reconciliation: every row is a discrepancy, so it must return none.
 const char* const kLedgerReconciliation =
-    // Every ended attempt is billed, once, for exactly its interval, GPUs and pool.
+    // Every ended attempt that a worker acknowledged is billed, once, for exactly its
+    // interval, GPUs and pool; one no worker acknowledged never ran and is not billed.
     "SELECT 'attempt ' || a.id || ' ended without a usage entry' FROM attempts a"
-    " WHERE a.ended_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ledger_entries l"
-    "   WHERE l.attempt_id = a.id AND l.kind = 'usage')"
+    " WHERE a.ended_at IS NOT NULL AND a.acked_at IS NOT NULL AND NOT EXISTS (SELECT 1"
+    "   FROM ledger_entries l WHERE l.attempt_id = a.id AND l.kind = 'usage')"
+    " UNION ALL SELECT 'attempt ' || a.id || ' never acknowledged but billed' FROM attempts a"
+    " WHERE a.acked_at IS NULL AND EXISTS (SELECT 1 FROM ledger_entries l"
+    "   WHERE l.attempt_id = a.id)"
     " UNION ALL SELECT 'attempt ' || a.id || ' usage entry does not match the attempt'"
     " FROM attempts a JOIN ledger_entries l ON l.attempt_id = a.id AND l.kind = 'usage'"
     " JOIN nodes n ON n.id = a.node_id WHERE l.started_at <> a.started_at"

@@ -1,6 +1,7 @@
 #include "tests/testing/store_fixture.h"
 
 #include "common/crypto.h"
+#include "scheduler/store/pg/pg_conn.h"
 #include "tests/testing/test_postgres.h"
 
 namespace frugal::testing {
@@ -12,6 +13,22 @@ void StoreTest::SetUp() {
   auto admin = store_->Authenticate(Sha256Hex("admin"));
   ASSERT_TRUE(admin.ok()) << admin.status().ToString();
   admin_ = *admin;
+}
+
+store::AttemptAuth StoreTest::AuthOf(model::AttemptId attempt) {
+  auto conn = store::PgConn::Connect(conninfo_);
+  if (!conn.ok()) return {};
+  auto r = (*conn)->Exec("auth_of", "SELECT node_id, fence FROM attempts WHERE id = $1",
+                         {std::to_string(attempt)});
+  if (!r.ok() || r->rows() == 0) return {};
+  return {r->Int(0, 0), r->Text(0, 1)};
+}
+
+model::NodeId StoreTest::NodeIdOf(const std::string& name) {
+  auto conn = store::PgConn::Connect(conninfo_);
+  if (!conn.ok()) return 0;
+  auto r = (*conn)->Exec("node_id_of", "SELECT id FROM nodes WHERE name = $1", {name});
+  return r.ok() && r->rows() > 0 ? r->Int(0, 0) : 0;
 }
 
 model::Pool A100Pool(const std::string& name, model::CapacityKind kind, Micros price,

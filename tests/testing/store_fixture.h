@@ -22,6 +22,12 @@ class StoreTest : public ::testing::Test {
   // a derived SetUp starts with ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp()).
   void SetUp() override;
 
+  // What a worker would present about `attempt`: its node and its fence, read from the
+  // database (a worker has them from its credential and the assignment).
+  store::AttemptAuth AuthOf(model::AttemptId attempt);
+  // The id of node `name` (a worker's credential resolves to it).
+  model::NodeId NodeIdOf(const std::string& name);
+
   std::string conninfo_;  // the test's own database, for extra PgConn connections
   std::unique_ptr<store::PgStore> store_;
   store::Principal admin_;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -60,7 +61,7 @@ class WorkerE2eTest : public ::testing::Test {
                 {"CHECKPOINT_EVERY", std::to_string(every)},
                 {"STEP_SECONDS", step_seconds},
                 {"FRUGAL_CLI", FRUGAL_CLI_BIN},
-                {"PID_DIR", dir_.path()}};
+                {"PID_DIR", PidDir()}};
     env.update(extra_env);
     json body = {{"command", {"bash", "-c", "echo $$ > \"$PID_DIR/pid-$FRUGAL_ATTEMPT_ID\"; exec bash " +
                                                 std::string(FRUGAL_TRAIN_SH)}},
@@ -71,6 +72,14 @@ class WorkerE2eTest : public ::testing::Test {
     EXPECT_EQ(r.status, 201) << r.raw;
     acknowledged_.push_back(r.body["id"].get<std::int64_t>());
     return acknowledged_.back();
+  }
+
+  // Where jobs write their pids: writable by any uid, since jobs run under their own.
+  std::string PidDir() {
+    const std::string dir = dir_.path() + "/pids";
+    std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms::all);
+    return dir;
   }
 
   json Job(std::int64_t id) { return sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_token_).body; }
@@ -166,7 +175,7 @@ TEST_F(WorkerE2eTest, StaleAttemptIsRefusedAndItsProcessKilled) {
                       std::chrono::seconds(60)));
   json attempt = Job(job)["attempt_history"][0];
   const std::int64_t attempt_id = attempt["id"].get<std::int64_t>();
-  const std::string pid_file = dir_.path() + "/pid-" + std::to_string(attempt_id);
+  const std::string pid_file = PidDir() + "/pid-" + std::to_string(attempt_id);
   pid_t pid = std::stoi(ReadFile(pid_file));
   ASSERT_EQ(kill(pid, 0), 0);
   // a. Another incarnation registers as node-s: the running attempt is now stale.

@@ -11,6 +11,7 @@ const char* ToString(Role r) {
     case Role::kResearcher: return "researcher";
     case Role::kWorker: return "worker";
     case Role::kMetrics: return "metrics";
+    case Role::kNode: return "node";
   }
   return "unknown";
 }
@@ -59,7 +60,16 @@ StatusOr<Principal> PgStore::Authenticate(const std::string& token_sha256) {
                                     " WHERE k.token_sha256 = $1 AND k.revoked_at IS NULL",
                                     {token_sha256}));
     if (r.rows() == 0) {
-      return Status(StatusCode::kUnauthenticated, "invalid or revoked token");
+      // Not an API token: it may be a node credential (decision 0019).
+      ASSIGN_OR_RETURN(auto n, c.Exec("authenticate_node",
+                                      "SELECT id, name FROM nodes WHERE credential_sha256 = $1",
+                                      {token_sha256}));
+      if (n.rows() == 0) return Status(StatusCode::kUnauthenticated, "invalid or revoked token");
+      Principal p;
+      p.role = Role::kNode;
+      p.node_id = n.Int(0, 0);
+      p.user = n.Text(0, 1);
+      return p;
     }
     Principal p;
     p.token_id = r.Int(0, 0);

@@ -78,13 +78,15 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
       const std::vector<model::JobId>& ids) override;
 
   StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
-                                        Seconds lease_ttl) override;
+                                        Seconds lease_ttl,
+                                        std::optional<model::NodeId> caller) override;
   StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) override;
-  Status CommitCheckpoint(const CheckpointReport& report) override;
+  Status CommitCheckpoint(const CheckpointReport& report, const AttemptAuth& auth) override;
   Status AppendLog(model::AttemptId attempt, std::int64_t lease_epoch, const std::string& data,
-                   std::int64_t cap_bytes) override;
+                   std::int64_t cap_bytes, const AttemptAuth& auth) override;
   StatusOr<model::Job> FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
-                                     Outcome outcome, std::optional<int> exit_code) override;
+                                     Outcome outcome, std::optional<int> exit_code,
+                                     const AttemptAuth& auth) override;
   StatusOr<std::vector<LogChunk>> ReadLogs(model::JobId job,
                                            std::optional<model::TeamId> visible_team,
                                            std::int64_t after_seq, int limit) override;

@@ -231,18 +231,24 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
           auto r,
           c.Exec("apply_assignments",
                  // Only onto nodes still live: a notice may have come since the snapshot.
-                 "WITH a AS (SELECT t.* FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
-                 "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
-                 "   AS t(job_id, node_id, gpus, reason, expected) JOIN nodes n ON n.id = t.node_id"
-                 "   AND n.state = 'live' AND n.lease_expires_at > now()),"
+                 // The node rows are locked and their epoch read from the lock, not the
+                 // statement's snapshot: a registration committed meanwhile is seen (its new
+                 // epoch), and one still running waits for this transaction and then ends
+                 // what it assigned. Either way no attempt keeps a stale epoch.
+                 "WITH live AS (SELECT id, lease_epoch FROM nodes WHERE id = ANY($2::bigint[])"
+                 "   AND state = 'live' AND lease_expires_at > now() ORDER BY id FOR UPDATE),"
+                 " a AS (SELECT t.*, live.lease_epoch FROM unnest($1::bigint[], $2::bigint[],"
+                 "   $3::int[], ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
+                 "   AS t(job_id, node_id, gpus, reason, expected) JOIN live ON live.id = t.node_id),"
                  " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
                  "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
                  "   reason = a.reason FROM a WHERE j.id = a.job_id AND j.state = 'pending'"
-                 "   RETURNING j.id, j.attempt_count, a.node_id, a.gpus, a.reason, a.expected),"
+                 "   RETURNING j.id, j.attempt_count, a.node_id, a.gpus, a.reason, a.expected,"
+                 "   a.lease_epoch),"
                  " ins AS (INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch,"
                  "   expected_cost_micros) SELECT upd.id, upd.attempt_count, upd.node_id,"
-                 "   upd.gpus, n.lease_epoch, greatest(upd.expected, 0)"
-                 "   FROM upd JOIN nodes n ON n.id = upd.node_id RETURNING job_id),"
+                 "   upd.gpus, upd.lease_epoch, greatest(upd.expected, 0)"
+                 "   FROM upd RETURNING job_id),"
                  " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                  "   SELECT id, 'state_changed', 'pending', 'running', reason FROM upd)"
                  " SELECT count(*) FROM ins",

@@ -17,14 +17,17 @@ StatusOr<int> BillEndedAttempts(PgConn& c) {
              "     p.price_micros_per_gpu_hour) AS od_rate,"
              // Lost work runs from the last checkpoint this attempt committed (or its start).
              "   least(a.ended_at, greatest(a.started_at, coalesce((SELECT max(k.created_at)"
-             "     FROM checkpoints k WHERE k.attempt_id = a.id), a.started_at))) AS lost_from"
+             "     FROM checkpoints k WHERE k.attempt_id = a.id), a.started_at))) AS lost_from,"
+             "   a.acked_at IS NOT NULL AS ran"
              "   FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
              "   JOIN pools p ON p.id = n.pool_id"
              "   WHERE a.ended_at IS NOT NULL AND NOT a.billed FOR UPDATE OF a),"
              " marked AS (UPDATE attempts SET billed = true WHERE id IN (SELECT id FROM todo)),"
-             " entries AS (SELECT 'usage' AS kind, todo.*, started_at AS s FROM todo"
+             // An attempt no worker ever acknowledged never ran: it costs nothing and loses
+             // nothing (it is marked billed all the same, so it is settled once).
+             " entries AS (SELECT 'usage' AS kind, todo.*, started_at AS s FROM todo WHERE ran"
              "   UNION ALL SELECT 'lost_work', todo.*, lost_from FROM todo"
-             "   WHERE end_reason IN ('preempted', 'node_lost') AND lost_from < ended_at),"
+             "   WHERE ran AND end_reason IN ('preempted', 'node_lost') AND lost_from < ended_at),"
              " ins AS (INSERT INTO ledger_entries (kind, attempt_id, job_id, team_id, pool_id,"
              "   capacity_kind, gpus, origin_at, started_at, ended_at, rate_micros_per_gpu_hour,"
              "   on_demand_rate_micros_per_gpu_hour, amount_micros)"

@@ -3,43 +3,25 @@
 
 #include <algorithm>
 
+#include "common/crypto.h"
+
 #include "scheduler/store/pg/pg_store.h"
 
 namespace frugal::store {
 
 using nlohmann::json;
 
-const char* ToString(Outcome o) {
-  switch (o) {
-    case Outcome::kSucceeded: return "succeeded";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kTimedOut: return "timed_out";
-    case Outcome::kCancelled: return "cancelled";
-    case Outcome::kPreempted: return "preempted";
-  }
-  return "unknown";
-}
-
-StatusOr<Outcome> ParseOutcome(const std::string& s) {
-  for (auto o : {Outcome::kSucceeded, Outcome::kFailed, Outcome::kTimedOut, Outcome::kCancelled,
-                 Outcome::kPreempted}) {
-    if (s == ToString(o)) return o;
-  }
-  return InvalidArgument("unknown outcome '" + s.substr(0, 32) +
-                             "' (succeeded|failed|timed_out|cancelled|preempted)",
-                         "outcome");
-}
-
 namespace {
 
-// Ends every active attempt of the nodes in the `lost` CTE (id, name, notice_at) and
-// requeues their jobs. One statement, so the sweep and a re-registration share the same
+// Ends every active attempt of the nodes in the `lost` CTE (id, name, notice_at,
+// below_epoch) whose lease epoch is below `below_epoch`, and requeues their jobs. One statement, so the sweep and a re-registration share the same
 // transition. A node that had a preemption notice and then vanished was reclaimed: its
 // attempts end `preempted` (the worker did not get to report in time), others `node_lost`.
 constexpr const char* kEndLostAttempts =
     " ended AS (UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
     "   end_reason = CASE WHEN lost.notice_at IS NULL THEN 'node_lost' ELSE 'preempted' END"
     "   FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
+    "   AND a.lease_epoch < lost.below_epoch"
     "   RETURNING a.job_id, lost.name, a.end_reason),"
     " requeued AS (UPDATE jobs j SET"
     "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
@@ -61,6 +43,48 @@ StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::str
   return static_cast<int>(r.Int(0, 0));
 }
 
+// The `below_epoch` of a node whose every attempt is lost.
+constexpr const char* kAllEpochs = "9223372036854775807::bigint AS below_epoch";
+
+// The fence check every attempt report starts with (protocol/worker_protocol.h): locks the
+// attempt and tells whether it is on the caller's node and current under this fence.
+struct Fenced {
+  std::string job_id;
+  std::string node;          // the node's name
+  std::int64_t log_bytes = 0;
+  bool idle_stopped = false;
+  std::optional<std::int64_t> latest_step;  // the job's latest committed checkpoint
+};
+
+StatusOr<Fenced> CheckFence(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
+                            const AttemptAuth& auth) {
+  ASSIGN_OR_RETURN(
+      auto r, c.Exec("attempt_fence",
+                     "SELECT a.job_id, a.node_id = $3, a.ended_at IS NULL AND a.lease_epoch = $2"
+                     " AND a.fence = $4, n.name, a.log_bytes, a.idle_stopped_at IS NOT NULL,"
+                     " (SELECT max(step) FROM checkpoints k WHERE k.job_id = a.job_id)"
+                     " FROM attempts a JOIN nodes n ON n.id = a.node_id WHERE a.id = $1"
+                     " FOR UPDATE OF a",
+                     {std::to_string(attempt), std::to_string(lease_epoch),
+                      std::to_string(auth.node_id), auth.fence}));
+  const std::string what = "attempt " + std::to_string(attempt);
+  if (r.rows() == 0 || !r.Bool(0, 1)) {
+    // Not revealing whether it exists elsewhere: another node's attempts are not ours to see.
+    return Status(StatusCode::kPermissionDenied, what + " is not on this node");
+  }
+  if (!r.Bool(0, 2)) {
+    return Conflict(what + " is not active on this lease with this fence; the report was ignored");
+  }
+  return Fenced{r.Text(0, 0), r.Text(0, 3), r.Int(0, 4), r.Bool(0, 5), r.OptInt(0, 6)};
+}
+
+Status MarkAcknowledged(PgConn& c, model::AttemptId attempt) {
+  return c.Exec("attempt_ack_by_report",
+                "UPDATE attempts SET acked_at = now() WHERE id = $1 AND acked_at IS NULL",
+                {std::to_string(attempt)})
+      .status();
+}
+
 // Seconds to wait before retry number `failures` + 1: 5 s, 10 s, 20 s, ... at most 5 min.
 long long BackoffSeconds(int failures) {
   long long s = 5LL << std::min(std::max(failures - 1, 0), 10);
@@ -70,27 +94,49 @@ long long BackoffSeconds(int failures) {
 }  // namespace
 
 StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::string& pool_name,
-                                               Seconds lease_ttl) {
+                                               Seconds lease_ttl,
+                                               std::optional<model::NodeId> caller) {
   return InTransaction<Registration>(pool_, [&](PgConn& c) -> StatusOr<Registration> {
     Registration reg;
+    // The node row first: an assignment racing with this registration locks it too, so it
+    // either committed before (and its attempt is ended below) or waits and then sees the
+    // new epoch (ApplyPlan).
+    ASSIGN_OR_RETURN(auto held, c.Exec("register_lock_node",
+                                       "SELECT id, state IN ('live', 'draining') AND"
+                                       " lease_expires_at > now(), greatest(0, ceil(extract("
+                                       "epoch FROM lease_expires_at - now())))::bigint"
+                                       " FROM nodes WHERE name = $1 FOR UPDATE",
+                                       {n.name}));
+    if (held.rows() > 0 && held.Bool(0, 1) && caller != held.Int(0, 0)) {
+      return Conflict("node '" + n.name + "' has a live lease held by another credential; a node " +
+                      "cannot be taken over while it heartbeats: stop its worker, or wait " +
+                      std::to_string(held.Int(0, 2)) + " s for the lease to lapse");
+    }
     // A restarted worker knows nothing of its old processes: end them before re-leasing.
     ASSIGN_OR_RETURN(reg.attempts_lost,
                      EndLostAttempts(c, "reregister_end_attempts",
-                                     "lost AS (SELECT id, name, notice_at FROM nodes WHERE name = $1)",
+                                     "lost AS (SELECT id, name, notice_at, " +
+                                         std::string(kAllEpochs) + " FROM nodes WHERE name = $1)",
                                      {n.name}));
+    reg.credential = NewToken("frn_");
     ASSIGN_OR_RETURN(auto r, c.Exec("register_worker",
                                     "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
-                                    " lease_expires_at, last_heartbeat_at) SELECT $1, p.id, $3, $4,"
-                                    " $5, now() + make_interval(secs => $6), now() FROM pools p"
+                                    " lease_expires_at, last_heartbeat_at, credential_sha256,"
+                                    " credential_issued_at) SELECT $1, p.id, $3, $4,"
+                                    " $5, now() + make_interval(secs => $6), now(), $7, now()"
+                                    " FROM pools p"
                                     " WHERE p.name = $2 ON CONFLICT (name) DO UPDATE SET pool_id ="
                                     " EXCLUDED.pool_id, gpus = EXCLUDED.gpus, gpu_type ="
                                     " EXCLUDED.gpu_type, gpu_mem_gb = EXCLUDED.gpu_mem_gb,"
                                     " lease_epoch = nodes.lease_epoch + 1, lease_expires_at ="
                                     " EXCLUDED.lease_expires_at, last_heartbeat_at = now(),"
+                                    " credential_sha256 = EXCLUDED.credential_sha256,"
+                                    " credential_issued_at = now(),"
                                     " state = 'live' RETURNING id, lease_epoch",
                                     {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
                                      std::to_string(n.gpu_mem_gb),
-                                     std::to_string(lease_ttl.count())}));
+                                     std::to_string(lease_ttl.count()),
+                                     Sha256Hex(reg.credential)}));
     if (r.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
     reg.node_id = r.Int(0, 0);
     reg.lease_epoch = r.Int(0, 1);
@@ -106,17 +152,26 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                                     " gpu_stats = $4::jsonb, state = CASE WHEN $5::bool OR $6::bool THEN"
                                     " 'draining' ELSE state END, notice_at = CASE WHEN $5::bool"
                                     " THEN coalesce(notice_at, now()) ELSE notice_at END"
-                                    " WHERE name = $1 AND lease_epoch = $2"
+                                    " WHERE id = $7 AND name = $1 AND lease_epoch = $2"
                                     " AND state IN ('live', 'draining') RETURNING id",
                                     {req.node, std::to_string(req.lease_epoch),
                                      std::to_string(lease_ttl.count()), req.gpu_stats_json,
                                      req.notice ? "true" : "false",
-                                     req.draining ? "true" : "false"}));
+                                     req.draining ? "true" : "false",
+                                     std::to_string(req.node_id)}));
     if (n.rows() == 0) {
       return Conflict("node '" + req.node + "' lease epoch " + std::to_string(req.lease_epoch) +
                       " is not current; stop all jobs and register again");
     }
     const std::string node_id = n.Text(0, 0);
+    // An attempt of an older epoch can never be reported (every report is fenced by the
+    // current one): end it now rather than leave its job running for as long as the node
+    // heartbeats. Registration and assignment lock the node row, so this is a safety net.
+    RETURN_IF_ERROR(EndLostAttempts(c, "heartbeat_end_stale",
+                                    "lost AS (SELECT id, name, notice_at, lease_epoch AS"
+                                    " below_epoch FROM nodes WHERE id = $1)",
+                                    {node_id})
+                        .status());
     json running = req.running;
     // Acknowledge what the worker runs, so it is never delivered twice.
     RETURN_IF_ERROR(c.Exec("heartbeat_ack",
@@ -141,36 +196,42 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
     HeartbeatReply reply;
     ASSIGN_OR_RETURN(
         auto s, c.Exec("heartbeat_stops",
-                       "SELECT x.id, 'stale' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
+                       "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
                        " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
                        " a.node_id = $1 AND a.ended_at IS NULL)"
                        " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
-                       " 'cancelled' ELSE a.stop_reason END FROM attempts a JOIN jobs j ON"
+                       " 'cancelled' ELSE a.stop_reason END, a.fence FROM attempts a JOIN jobs j ON"
                        " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
                        " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL)",
                        {node_id, running.dump()}));
-    for (int i = 0; i < s.rows(); ++i) reply.stops.push_back({s.Int(i, 0), s.Text(i, 1)});
+    for (int i = 0; i < s.rows(); ++i) {
+      ASSIGN_OR_RETURN(auto reason, protocol::ParseStopReason(s.Text(i, 1)));
+      reply.stops.push_back({s.Int(i, 0), reason, s.Text(i, 2)});
+    }
     ASSIGN_OR_RETURN(
         auto a, c.Exec("heartbeat_assignments",
-                       std::string("SELECT a.id, a.number, a.gpus, ") + pg::kJobColumns +
+                       std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
                            ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
                            " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
                            " k.job_id = j.id) FROM attempts a JOIN jobs j ON j.id = a.job_id"
                            " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
-                           " WHERE a.node_id = $1 AND a.ended_at IS NULL AND a.acked_at IS NULL"
+                           " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"
+                           " AND a.acked_at IS NULL"
                            " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
                            " ORDER BY a.id",
-                       {node_id}));
+                       {node_id, std::to_string(req.lease_epoch)}));
+    constexpr int kFirstJobColumn = 4;
     for (int i = 0; i < a.rows(); ++i) {
-      // Job columns start at 3; the two checkpoint columns follow them.
-      model::Job job = pg::ParseJob(a, i, 3);
+      // Job columns start after the attempt's; the two checkpoint columns follow them.
+      model::Job job = pg::ParseJob(a, i, kFirstJobColumn);
       AttemptOrder o;
       o.attempt_id = a.Int(i, 0);
       o.number = static_cast<int>(a.Int(i, 1));
       o.gpus = static_cast<int>(a.Int(i, 2));
+      o.fence = a.Text(i, 3);
       o.job_id = job.id;
       o.spec = job.spec;
-      const int after_job = 3 + pg::kJobColumnCount;
+      const int after_job = kFirstJobColumn + pg::kJobColumnCount;
       if (!a.IsNull(i, after_job)) o.resume_from = a.Text(i, after_job);
       o.resume_step = a.OptInt(i, after_job + 1);
       reply.assignments.push_back(std::move(o));
@@ -179,27 +240,20 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
   });
 }
 
-Status PgStore::CommitCheckpoint(const CheckpointReport& r) {
+Status PgStore::CommitCheckpoint(const CheckpointReport& r, const AttemptAuth& auth) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    ASSIGN_OR_RETURN(auto att, c.Exec("checkpoint_attempt",
-                                      "SELECT a.job_id, (SELECT max(step) FROM checkpoints k"
-                                      " WHERE k.job_id = a.job_id) FROM attempts a WHERE a.id = $1"
-                                      " AND a.ended_at IS NULL AND a.lease_epoch = $2 FOR UPDATE",
-                                      {std::to_string(r.attempt_id), std::to_string(r.lease_epoch)}));
-    if (att.rows() == 0) {
-      return Conflict("attempt " + std::to_string(r.attempt_id) +
-                      " is not active on this lease; the checkpoint was not committed");
-    }
-    if (auto latest = att.OptInt(0, 1); latest && r.step <= *latest) {
+    ASSIGN_OR_RETURN(Fenced att, CheckFence(c, r.attempt_id, r.lease_epoch, auth));
+    RETURN_IF_ERROR(MarkAcknowledged(c, r.attempt_id));
+    if (att.latest_step && r.step <= *att.latest_step) {
       return FailedPrecondition("step " + std::to_string(r.step) +
                                     " does not advance the latest committed step " +
-                                    std::to_string(*latest),
+                                    std::to_string(*att.latest_step),
                                 "step");
     }
     RETURN_IF_ERROR(c.Exec("checkpoint_insert",
                            "INSERT INTO checkpoints (job_id, attempt_id, step, progress, uri,"
                            " size_bytes) VALUES ($1, $2, $3, $4, $5, $6)",
-                           {att.Text(0, 0), std::to_string(r.attempt_id), std::to_string(r.step),
+                           {att.job_id, std::to_string(r.attempt_id), std::to_string(r.step),
                             std::to_string(r.progress), r.uri, std::to_string(r.size_bytes)})
                         .status());
     return 1;
@@ -207,28 +261,24 @@ Status PgStore::CommitCheckpoint(const CheckpointReport& r) {
 }
 
 Status PgStore::AppendLog(model::AttemptId attempt, std::int64_t lease_epoch,
-                          const std::string& data, std::int64_t cap_bytes) {
+                          const std::string& data, std::int64_t cap_bytes,
+                          const AttemptAuth& auth) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    ASSIGN_OR_RETURN(auto a, c.Exec("log_attempt",
-                                    "SELECT job_id, log_bytes FROM attempts WHERE id = $1 AND"
-                                    " lease_epoch = $2 AND ended_at IS NULL FOR UPDATE",
-                                    {std::to_string(attempt), std::to_string(lease_epoch)}));
-    if (a.rows() == 0) {
-      return Conflict("attempt " + std::to_string(attempt) + " is not active on this lease");
-    }
+    ASSIGN_OR_RETURN(Fenced att, CheckFence(c, attempt, lease_epoch, auth));
     const auto size = static_cast<std::int64_t>(data.size());
     // Past the cap, output is counted rather than kept: one chatty job cannot fill the disk.
-    const bool keep = a.Int(0, 1) + size <= cap_bytes;
+    const bool keep = att.log_bytes + size <= cap_bytes;
     RETURN_IF_ERROR(c.Exec("log_account",
                            "UPDATE attempts SET log_bytes = log_bytes + $2,"
-                           " log_dropped_bytes = log_dropped_bytes + $3 WHERE id = $1",
+                           " log_dropped_bytes = log_dropped_bytes + $3,"
+                           " acked_at = coalesce(acked_at, now()) WHERE id = $1",
                            {std::to_string(attempt), std::to_string(keep ? size : 0),
                             std::to_string(keep ? 0 : size)})
                         .status());
     if (keep) {
       RETURN_IF_ERROR(c.Exec("log_insert",
                              "INSERT INTO attempt_logs (job_id, attempt_id, data) VALUES ($1, $2, $3)",
-                             {a.Text(0, 0), std::to_string(attempt), data})
+                             {att.job_id, std::to_string(attempt), data})
                           .status());
     }
     return 1;
@@ -236,26 +286,48 @@ Status PgStore::AppendLog(model::AttemptId attempt, std::int64_t lease_epoch,
 }
 
 StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
-                                            Outcome outcome, std::optional<int> exit_code) {
+                                            Outcome outcome, std::optional<int> exit_code,
+                                            const AttemptAuth& auth) {
   return InTransaction<model::Job>(pool_, [&](PgConn& c) -> StatusOr<model::Job> {
-    ASSIGN_OR_RETURN(auto a, c.Exec("finish_attempt",
-                                    "UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
-                                    " end_reason = $3, exit_code = $4 FROM nodes n WHERE a.id = $1"
-                                    " AND a.lease_epoch = $2 AND a.ended_at IS NULL AND n.id ="
-                                    " a.node_id RETURNING a.job_id, n.name, a.idle_stopped_at IS NOT NULL",
-                                    {std::to_string(attempt), std::to_string(lease_epoch),
-                                     ToString(outcome),
-                                     exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt}));
-    if (a.rows() == 0) {
-      return Conflict("attempt " + std::to_string(attempt) +
-                      " is not active on this lease; the report was ignored");
+    auto fenced = CheckFence(c, attempt, lease_epoch, auth);
+    bool late = false;
+    if (!fenced.ok()) {
+      if (fenced.status().code() != StatusCode::kConflict || outcome == Outcome::kPreempted) {
+        return fenced.status();
+      }
+      // A late result (decision 0019): the node was declared lost while the attempt had
+      // already ended there, and its worker reports now, with the attempt's own fence. As
+      // long as the job was not placed again, the result stands, so finished work is never
+      // run twice. (The ledger keeps what it billed when the node was lost.)
+      ASSIGN_OR_RETURN(auto r, c.Exec("finish_late",
+                                      "SELECT a.job_id, n.name FROM attempts a JOIN nodes n ON"
+                                      " n.id = a.node_id JOIN jobs j ON j.id = a.job_id"
+                                      " WHERE a.id = $1 AND a.lease_epoch = $2 AND a.node_id = $3"
+                                      " AND a.fence = $4 AND a.end_reason = 'node_lost'"
+                                      " AND j.state = 'pending' AND j.attempt_count = a.number"
+                                      " FOR UPDATE OF a, j",
+                                      {std::to_string(attempt), std::to_string(lease_epoch),
+                                       std::to_string(auth.node_id), auth.fence}));
+      if (r.rows() == 0) return fenced.status();
+      late = true;
+      fenced = Fenced{r.Text(0, 0), r.Text(0, 1)};
     }
-    const std::string job_id = a.Text(0, 0), node = a.Text(0, 1);
+    const Fenced& att = *fenced;
+    RETURN_IF_ERROR(c.Exec("finish_attempt",
+                           "UPDATE attempts SET ended_at = coalesce(ended_at,"
+                           " greatest(now(), started_at)), end_reason = $2, exit_code = $3,"
+                           " acked_at = coalesce(acked_at, now()) WHERE id = $1",
+                           {std::to_string(attempt), ToString(outcome),
+                            exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
+                        .status());
+    const std::string& job_id = att.job_id;
+    const std::string& node = att.node;
+    const std::string from = late ? "pending" : "running";
     ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
                                     "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
-                                    " idle_requeues FROM jobs WHERE id = $1 AND state = 'running' FOR UPDATE",
-                                    {job_id}));
-    if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not running");
+                                    " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
+                                    {job_id, from}));
+    if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not " + from);
     int failures = static_cast<int>(j.Int(0, 0));
     const int max_attempts = static_cast<int>(j.Int(0, 1));
     const bool cancel_requested = j.Bool(0, 2);
@@ -300,7 +372,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                      : "preempted on " + node + "; resuming from the latest checkpoint";
         break;
     }
-    if (a.Bool(0, 2) && !cancel_requested &&
+    if (att.idle_stopped && !cancel_requested &&
         (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
       // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
       if (outcome == Outcome::kPreempted) {
@@ -312,6 +384,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
         reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
       }
     }
+    if (late) reason = "reported after node " + node + " was declared lost: " + reason;
     const bool terminal = to != "pending";
     RETURN_IF_ERROR(c.Exec("finish_job_update",
                            "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
@@ -324,8 +397,8 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                         .status());
     RETURN_IF_ERROR(c.Exec("finish_event",
                            "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                           " VALUES ($1, 'state_changed', 'running', $2, $3)",
-                           {job_id, to, reason})
+                           " VALUES ($1, 'state_changed', $4, $2, $3)",
+                           {job_id, to, reason, from})
                         .status());
     RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
     ASSIGN_OR_RETURN(auto job, c.Exec("job_by_id_plain",
@@ -342,7 +415,7 @@ StatusOr<int> PgStore::SweepLostNodes() {
     return EndLostAttempts(c, "sweep_lost_nodes",
                            "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
                            " 'draining') AND lease_expires_at < now()"
-                           " RETURNING id, name, notice_at)",
+                           " RETURNING id, name, notice_at, " + std::string(kAllEpochs) + ")",
                            {});
   });
 }

@@ -19,7 +19,7 @@ class ApplyPlanTest : public testing::StoreTest {
 
   model::Node AddNode(const std::string& name, int gpus) {
     model::Node n = testing::A100Node(name, gpus);
-    auto r = store_->RegisterWorker(n, "a100-spot", Seconds(60));
+    auto r = store_->RegisterWorker(n, "a100-spot", Seconds(60), std::nullopt);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     n.id = r->node_id;
     return n;
@@ -94,9 +94,9 @@ TEST_F(ApplyPlanTest, DatabaseRefusesASecondActiveAttempt) {
 
 TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
   model::Node n = testing::A100Node("gone", 8);
-  ASSERT_TRUE(store_->RegisterWorker(n, "a100-spot", Seconds(0)).ok());
+  ASSERT_TRUE(store_->RegisterWorker(n, "a100-spot", Seconds(0), std::nullopt).ok());
   EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
-  EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60)).status().field(), "pool");
+  EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60), std::nullopt).status().field(), "pool");
 }
 
 TEST_F(ApplyPlanTest, FailedDependencyHoldsTheDependentAndAfterAnyStillRuns) {

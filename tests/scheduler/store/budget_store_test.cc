@@ -27,8 +27,8 @@ class BudgetStoreTest : public testing::StoreTest {
     ASSERT_TRUE(
         store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 3'000'000, 8))
             .ok());
-    ASSERT_TRUE(store_->RegisterWorker({0, "res-1", 0, 1, "a100", 80, {}}, "res", Seconds(600)).ok());
-    ASSERT_TRUE(store_->RegisterWorker({0, "od-1", 0, 8, "a100", 80, {}}, "od", Seconds(600)).ok());
+    ASSERT_TRUE(store_->RegisterWorker({0, "res-1", 0, 1, "a100", 80, {}}, "res", Seconds(600), std::nullopt).ok());
+    ASSERT_TRUE(store_->RegisterWorker({0, "od-1", 0, 8, "a100", 80, {}}, "od", Seconds(600), std::nullopt).ok());
     for (const char* t : {"vision", "speech"}) {
       ASSERT_TRUE(store_->CreateTeam(t).ok());
       const std::string hash = Sha256Hex(std::string("token-") + t);

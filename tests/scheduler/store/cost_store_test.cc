@@ -23,7 +23,7 @@ class CostStoreTest : public testing::StoreTest {
   }
 
   Registration Register(const std::string& name) {
-    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", Seconds(60));
+    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", Seconds(60), std::nullopt);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -76,10 +76,12 @@ TEST_F(CostStoreTest, NoticesTeachThePoolItsPreemptionRate) {
   HeartbeatRequest hb;
   hb.node = "a";
   hb.lease_epoch = a.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   hb.notice = true;
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
   hb.node = "b";
   hb.lease_epoch = b.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   hb.notice = false;
   hb.draining = true;  // shutting down is not a reclaim
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
@@ -144,7 +146,7 @@ TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {
   ck.step = 40;
   ck.progress = 0.4;
   ck.uri = "file:///ck/40";
-  ASSERT_TRUE(store_->CommitCheckpoint(ck).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(ck.attempt_id)).ok());
   auto after = Snap();
   EXPECT_DOUBLE_EQ(after.running[0].progress, 0.4);
   EXPECT_TRUE(after.running[0].last_checkpoint_at.has_value());
@@ -165,11 +167,12 @@ TEST_F(CostStoreTest, StopsOrderTheWorkerAndRememberPriorityPreemption) {
   HeartbeatRequest hb;
   hb.node = "n1";
   hb.lease_epoch = reg.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   hb.running = {snap.running[0].attempt_id};
   auto reply = store_->Heartbeat(hb, Seconds(60));
   ASSERT_TRUE(reply.ok());
   ASSERT_EQ(reply->stops.size(), 1u);
-  EXPECT_EQ(reply->stops[0].reason, "preempted");
+  EXPECT_EQ(reply->stops[0].reason, protocol::StopReason::kPreempted);
   auto again = Snap();
   EXPECT_TRUE(again.running[0].stopping);
   EXPECT_TRUE(again.running[0].last_priority_preemption_at.has_value());
@@ -197,16 +200,17 @@ TEST_F(CostStoreTest, MigrateToSpotStopRequeuesTheJob) {
   HeartbeatRequest hb;
   hb.node = "n1";
   hb.lease_epoch = reg.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   hb.running = {attempt};
   auto reply = store_->Heartbeat(hb, Seconds(60));
   ASSERT_TRUE(reply.ok());
   ASSERT_EQ(reply->stops.size(), 1u);
-  EXPECT_EQ(reply->stops[0].reason, "preempted");
+  EXPECT_EQ(reply->stops[0].reason, protocol::StopReason::kPreempted);
   auto stopping = Snap();
   ASSERT_EQ(stopping.running.size(), 1u);
   EXPECT_TRUE(stopping.running[0].stopping);
   EXPECT_FALSE(stopping.running[0].last_priority_preemption_at.has_value());
-  auto finished = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, 143);
+  auto finished = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, 143, AuthOf(attempt));
   ASSERT_TRUE(finished.ok()) << finished.status().ToString();
   EXPECT_EQ(finished->state, model::JobState::kPending);
   auto detail = store_->GetJob(job, std::nullopt);
@@ -228,6 +232,7 @@ TEST_F(CostStoreTest, AssignmentToANodeThatGotANoticeIsNotApplied) {
   HeartbeatRequest hb;
   hb.node = "n1";
   hb.lease_epoch = reg.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   hb.notice = true;
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
   auto started = store_->ApplyPlan(plan);

@@ -24,7 +24,7 @@ class GuardrailStoreTest : public testing::StoreTest {
     ASSERT_TRUE(
         store_->UpsertPool(testing::A100Pool("a100-od", model::CapacityKind::kOnDemand, 3'000'000))
             .ok());
-    epoch_ = store_->RegisterWorker(testing::A100Node("w1", 4), "a100-od", Seconds(60))->lease_epoch;
+    epoch_ = store_->RegisterWorker(testing::A100Node("w1", 4), "a100-od", Seconds(60), std::nullopt)->lease_epoch;
   }
 
   // Submits, places with one fifo cycle and acknowledges: returns the running attempt.
@@ -45,6 +45,7 @@ class GuardrailStoreTest : public testing::StoreTest {
     HeartbeatRequest hb;
     hb.node = "w1";
     hb.lease_epoch = epoch_;
+    hb.node_id = NodeIdOf(hb.node);
     hb.running = running_;
     hb.usage_json = usage.is_null() ? "[]" : usage.dump();
     auto r = store_->Heartbeat(hb, Seconds(60));
@@ -84,8 +85,8 @@ class GuardrailStoreTest : public testing::StoreTest {
                                    Outcome outcome) {
     auto reply = Beat({});
     EXPECT_EQ(reply.stops.size(), 1u);
-    if (!reply.stops.empty()) EXPECT_EQ(reply.stops[0].reason, reason);
-    return store_->FinishAttempt(attempt, epoch_, outcome, std::nullopt);
+    if (!reply.stops.empty()) EXPECT_STREQ(protocol::ToString(reply.stops[0].reason), reason.c_str());
+    return store_->FinishAttempt(attempt, epoch_, outcome, std::nullopt, AuthOf(attempt));
   }
 
   // An idle stop shows as one: the attempt's stop kind in the job's history and timeline,
@@ -211,7 +212,7 @@ TEST_F(GuardrailStoreTest, HeartbeatsKeepPeakMemoryAndIdleSinceUnknownNeverIdle)
 
 TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   auto [job, attempt] = Running();
-  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}, AuthOf(attempt)).ok());
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   // a. Before the window (30 min by default): nothing.
@@ -232,8 +233,8 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   // c. The worker gets a preempted stop; its report requeues the job with the reason.
   auto reply = Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   ASSERT_EQ(reply.stops.size(), 1u);
-  EXPECT_EQ(reply.stops[0].reason, "preempted");
-  auto done = store_->FinishAttempt(attempt, epoch_, Outcome::kPreempted, std::nullopt);
+  EXPECT_EQ(reply.stops[0].reason, protocol::StopReason::kPreempted);
+  auto done = store_->FinishAttempt(attempt, epoch_, Outcome::kPreempted, std::nullopt, AuthOf(attempt));
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kPending);
   EXPECT_EQ(done->reason, "requeued: GPUs idle on w1; resuming from the latest checkpoint");
@@ -242,14 +243,14 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
 
 TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   auto [job, first] = Running();
-  ASSERT_TRUE(store_->CommitCheckpoint({first, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint({first, epoch_, 1, 0.5, "file:///c/1", 10}, AuthOf(first)).ok());
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   // a. Idle for the window: requeued (the first time), and the job counts it.
   auto requeue = IdleFor(first, 1801, 0);
   ASSERT_EQ(requeue.size(), 1u);
   ASSERT_EQ(requeue[0].stop, model::IdleStep::kRequeue);
   ASSERT_EQ(*store_->ApplyIdleActions(requeue), 1);
-  ASSERT_EQ(store_->FinishAttempt(first, epoch_, Outcome::kPreempted, std::nullopt)->state,
+  ASSERT_EQ(store_->FinishAttempt(first, epoch_, Outcome::kPreempted, std::nullopt, AuthOf(first))->state,
             model::JobState::kPending);
   running_.clear();
   // b. Placed again, it resumes and idles again: the snapshot carries the count, and the
@@ -291,7 +292,7 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
 
 TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
   auto [job, attempt] = Running();
-  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}, AuthOf(attempt)).ok());
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
   Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   Age(attempt, 1801);
@@ -322,7 +323,7 @@ TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
 TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {
   auto [job, attempt] = Running();
   Beat({{{"attempt_id", attempt}, {"utilization", 90}, {"memory_used_mb", 7000}}});
-  ASSERT_TRUE(store_->FinishAttempt(attempt, epoch_, Outcome::kSucceeded, 0).ok());
+  ASSERT_TRUE(store_->FinishAttempt(attempt, epoch_, Outcome::kSucceeded, 0, AuthOf(attempt)).ok());
   auto usage = store_->EndedJobUsage(CostQuery{});
   ASSERT_TRUE(usage.ok()) << usage.status().ToString();
   ASSERT_EQ(usage->size(), 1u);

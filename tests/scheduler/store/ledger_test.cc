@@ -52,7 +52,7 @@ class LedgerTest : public testing::StoreTest {
   }
 
   Registration Register(const std::string& node, const std::string& pool) {
-    auto r = store_->RegisterWorker(testing::A100Node(node, 8), pool, Seconds(60));
+    auto r = store_->RegisterWorker(testing::A100Node(node, 8), pool, Seconds(60), std::nullopt);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -64,13 +64,17 @@ class LedgerTest : public testing::StoreTest {
     return store_->Submit(admin_, r)->job.id;
   }
 
-  // One fifo cycle; returns the active attempt of `job`.
+  // One fifo cycle; returns the active attempt of `job`, acknowledged as a worker's
+  // heartbeat would (an attempt no worker acknowledged is never billed).
   model::AttemptId Place(model::JobId job) {
     auto snap = store_->LoadSnapshot(100);
     EXPECT_TRUE(snap.ok());
     EXPECT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
     auto d = store_->GetJob(job, std::nullopt);
-    return d->attempts.empty() ? 0 : d->attempts.back().id;
+    const model::AttemptId a = d->attempts.empty() ? 0 : d->attempts.back().id;
+    EXPECT_TRUE(conn_->ExecScript("UPDATE attempts SET acked_at = now() WHERE id = " +
+                                  std::to_string(a)).ok());
+    return a;
   }
 
   void Sql(const std::string& sql) { ASSERT_TRUE(conn_->ExecScript(sql).ok()) << sql; }
@@ -92,7 +96,7 @@ TEST_F(LedgerTest, FinishedAttemptIsBilledAtItsPoolsRate) {
   // Pretend it ran exactly 10 minutes: 2 GPUs x $3.60/h x 600 s = $1.20.
   Sql("UPDATE attempts SET started_at = now() - interval '10 minutes' WHERE id = " +
       std::to_string(a));
-  ASSERT_TRUE(store_->FinishAttempt(a, reg.lease_epoch, Outcome::kSucceeded, 0).ok());
+  ASSERT_TRUE(store_->FinishAttempt(a, reg.lease_epoch, Outcome::kSucceeded, 0, AuthOf(a)).ok());
   const std::int64_t amount =
       One("SELECT amount_micros FROM ledger_entries WHERE kind = 'usage' AND attempt_id = " +
           std::to_string(a));
@@ -113,12 +117,12 @@ TEST_F(LedgerTest, PreemptionBillsLostWorkSinceTheLastCheckpoint) {
   ck.step = 10;
   ck.progress = 0.5;
   ck.uri = "file:///ck/10";
-  ASSERT_TRUE(store_->CommitCheckpoint(ck).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(ck.attempt_id)).ok());
   // Ran 60 min, checkpointed 45 min in: the last 15 min are lost.
   const std::string id = std::to_string(a);
   Sql("UPDATE attempts SET started_at = now() - interval '60 minutes' WHERE id = " + id);
   Sql("UPDATE checkpoints SET created_at = now() - interval '15 minutes' WHERE attempt_id = " + id);
-  ASSERT_TRUE(store_->FinishAttempt(a, reg.lease_epoch, Outcome::kPreempted, 143).ok());
+  ASSERT_TRUE(store_->FinishAttempt(a, reg.lease_epoch, Outcome::kPreempted, 143, AuthOf(a)).ok());
   // Spot at $0.90/h: usage $0.90 (+ms), lost 15 min = $0.225 (+ms).
   const std::int64_t usage =
       One("SELECT amount_micros FROM ledger_entries WHERE kind = 'usage' AND attempt_id = " + id);
@@ -188,7 +192,7 @@ TEST_F(LedgerTest, RandomRunsWithPreemptionsReconcileAndReportsAddUp) {
         std::to_string(rng() % 5000) + " seconds' WHERE id = " + std::to_string(r.attempt_id));
     const Outcome outcomes[] = {Outcome::kSucceeded, Outcome::kFailed, Outcome::kPreempted};
     const auto epoch = r.node_id == od.node_id ? od.lease_epoch : spot.lease_epoch;
-    ASSERT_TRUE(store_->FinishAttempt(r.attempt_id, epoch, outcomes[rng() % 3], 0).ok());
+    ASSERT_TRUE(store_->FinishAttempt(r.attempt_id, epoch, outcomes[rng() % 3], 0, AuthOf(r.attempt_id)).ok());
   }
   EXPECT_TRUE(testing::CheckLedger(*conn_).empty());
   // Reports: by job and by pool each add up to the same total; running attempts included.

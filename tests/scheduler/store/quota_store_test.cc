@@ -80,10 +80,10 @@ TEST_F(QuotaStoreTest, RandomSubmissionsNeverTakeATeamOverItsQuota) {
   }
   for (const char* node : {"od-1", "od-2"}) {
     model::Node n{0, node, 0, 8, "a100", 80, {}};
-    ASSERT_TRUE(store_->RegisterWorker(n, "od", Seconds(600)).ok());
+    ASSERT_TRUE(store_->RegisterWorker(n, "od", Seconds(600), std::nullopt).ok());
   }
   model::Node s{0, "spot-1", 0, 8, "a100", 80, {}};
-  auto spot = store_->RegisterWorker(s, "spot", Seconds(600));
+  auto spot = store_->RegisterWorker(s, "spot", Seconds(600), std::nullopt);
   ASSERT_TRUE(spot.ok());
   auto conn = PgConn::Connect(conninfo_);
   ASSERT_TRUE(conn.ok());

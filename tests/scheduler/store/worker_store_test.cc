@@ -19,7 +19,10 @@ class WorkerStoreTest : public testing::StoreTest {
   }
 
   Registration Register(const std::string& name, Seconds ttl = Seconds(60)) {
-    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", ttl);
+    // As a restarted worker that kept its node credential: the node's own id, once it has one.
+    const model::NodeId id = NodeIdOf(name);
+    auto r = store_->RegisterWorker(testing::A100Node(name, 4), "spot", ttl,
+                                    id ? std::optional<model::NodeId>(id) : std::nullopt);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return *r;
   }
@@ -44,6 +47,7 @@ class WorkerStoreTest : public testing::StoreTest {
     HeartbeatRequest hb;
     hb.node = node;
     hb.lease_epoch = epoch;
+    hb.node_id = NodeIdOf(hb.node);
     hb.running = std::move(running);
     auto r = store_->Heartbeat(hb, Seconds(60));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -82,16 +86,19 @@ TEST_F(WorkerStoreTest, StaleEpochIsRefusedAndStaleAttemptsAreStopped) {
   HeartbeatRequest hb;
   hb.node = "w1";
   hb.lease_epoch = old_reg.lease_epoch;
+  hb.node_id = NodeIdOf(hb.node);
   EXPECT_EQ(store_->Heartbeat(hb, Seconds(60)).status().code(), StatusCode::kConflict);
-  // Reports fenced by the old attempt are refused too.
-  EXPECT_EQ(store_->FinishAttempt(attempt, old_reg.lease_epoch, Outcome::kSucceeded, 0)
+  // Reports fenced by the old attempt are refused too (but a finished result: decision 0019).
+  EXPECT_EQ(store_->AppendLog(attempt, old_reg.lease_epoch, "x", 100, AuthOf(attempt)).code(),
+            StatusCode::kConflict);
+  EXPECT_EQ(store_->FinishAttempt(attempt, old_reg.lease_epoch, Outcome::kPreempted, 0, AuthOf(attempt))
                 .status()
                 .code(),
             StatusCode::kConflict);
   // If the new incarnation claims the old attempt, it is told to kill it.
   auto reply = Beat("w1", new_reg.lease_epoch, {attempt});
   ASSERT_EQ(reply.stops.size(), 1u);
-  EXPECT_EQ(reply.stops[0].reason, "stale");
+  EXPECT_EQ(reply.stops[0].reason, protocol::StopReason::kStale);
 }
 
 TEST_F(WorkerStoreTest, CheckpointsOnlyMoveForward) {
@@ -100,17 +107,17 @@ TEST_F(WorkerStoreTest, CheckpointsOnlyMoveForward) {
   Cycle();
   auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
   CheckpointReport r{attempt, reg.lease_epoch, 10, 0.1, "file:///ckpt/10", 100};
-  ASSERT_TRUE(store_->CommitCheckpoint(r).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint(r, AuthOf(r.attempt_id)).ok());
   r.step = 10;
-  EXPECT_EQ(store_->CommitCheckpoint(r).field(), "step");  // not above 10
+  EXPECT_EQ(store_->CommitCheckpoint(r, AuthOf(r.attempt_id)).field(), "step");  // not above 10
   r.step = 5;
-  EXPECT_EQ(store_->CommitCheckpoint(r).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->CommitCheckpoint(r, AuthOf(r.attempt_id)).code(), StatusCode::kFailedPrecondition);
   r.step = 20;
   r.uri = "file:///ckpt/20";
-  ASSERT_TRUE(store_->CommitCheckpoint(r).ok());
+  ASSERT_TRUE(store_->CommitCheckpoint(r, AuthOf(r.attempt_id)).ok());
   r.lease_epoch += 1;
   r.step = 30;
-  EXPECT_EQ(store_->CommitCheckpoint(r).code(), StatusCode::kConflict);  // wrong epoch
+  EXPECT_EQ(store_->CommitCheckpoint(r, AuthOf(r.attempt_id)).code(), StatusCode::kConflict);  // wrong epoch
   EXPECT_EQ(store_->GetJob(job, std::nullopt)->latest_checkpoint->step, 20);
 }
 
@@ -119,8 +126,8 @@ TEST_F(WorkerStoreTest, PreemptedJobResumesFromItsCheckpointWithoutUsingAnAttemp
   model::JobId job = Submit(/*max_attempts=*/1);
   Cycle();
   auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
-  ASSERT_TRUE(store_->CommitCheckpoint({attempt, reg.lease_epoch, 7, 0.7, "file:///c/7", 1}).ok());
-  auto after = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, std::nullopt);
+  ASSERT_TRUE(store_->CommitCheckpoint({attempt, reg.lease_epoch, 7, 0.7, "file:///c/7", 1}, AuthOf(attempt)).ok());
+  auto after = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, std::nullopt, AuthOf(attempt));
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(after->state, model::JobState::kPending);
   Cycle();
@@ -130,7 +137,7 @@ TEST_F(WorkerStoreTest, PreemptedJobResumesFromItsCheckpointWithoutUsingAnAttemp
   EXPECT_EQ(next[0].resume_from, "file:///c/7");
   EXPECT_EQ(*next[0].resume_step, 7);
   // max_attempts = 1 and one preemption: the job may still succeed.
-  ASSERT_TRUE(store_->FinishAttempt(next[0].attempt_id, reg.lease_epoch, Outcome::kSucceeded, 0).ok());
+  ASSERT_TRUE(store_->FinishAttempt(next[0].attempt_id, reg.lease_epoch, Outcome::kSucceeded, 0, AuthOf(next[0].attempt_id)).ok());
   EXPECT_EQ(State(job), model::JobState::kSucceeded);
 }
 
@@ -139,7 +146,7 @@ TEST_F(WorkerStoreTest, FailuresRetryWithBackoffThenFailForGood) {
   model::JobId job = Submit(/*max_attempts=*/2);
   Cycle();
   auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
-  auto first = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kFailed, 3);
+  auto first = store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kFailed, 3, AuthOf(attempt));
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->state, model::JobState::kPending);
   EXPECT_NE(first->reason.find("retry 2 of 2 after 5s backoff"), std::string::npos) << first->reason;
@@ -151,7 +158,7 @@ TEST_F(WorkerStoreTest, FailuresRetryWithBackoffThenFailForGood) {
   Cycle();
   auto second = Beat("w1", reg.lease_epoch).assignments;
   ASSERT_EQ(second.size(), 1u);
-  auto last = store_->FinishAttempt(second[0].attempt_id, reg.lease_epoch, Outcome::kFailed, 3);
+  auto last = store_->FinishAttempt(second[0].attempt_id, reg.lease_epoch, Outcome::kFailed, 3, AuthOf(second[0].attempt_id));
   EXPECT_EQ(last->state, model::JobState::kFailed);
   EXPECT_EQ(store_->GetJob(job, std::nullopt)->attempts.size(), 2u);
 }
@@ -170,10 +177,14 @@ TEST_F(WorkerStoreTest, ExpiredLeaseRequeuesTheJobs) {
   auto d = store_->GetJob(job, std::nullopt);
   EXPECT_EQ(d->job.state, model::JobState::kPending);
   EXPECT_EQ(d->attempts.at(0).end_reason, "node_lost");
-  // The lost worker's late report is refused.
-  EXPECT_EQ(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kSucceeded, 0).status().code(),
+  // The lost worker's late checkpoint or preemption is refused (a late result that the
+  // job finished is taken: worker_fence_test.cc).
+  EXPECT_EQ(store_->CommitCheckpoint({attempt, reg.lease_epoch, 5, 0.5, "file:///c/5", 1},
+                                     AuthOf(attempt)).code(),
             StatusCode::kConflict);
-  HeartbeatRequest hb{"w1", reg.lease_epoch, {}, "[]", false};
+  EXPECT_EQ(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kPreempted, 0, AuthOf(attempt)).status().code(),
+            StatusCode::kConflict);
+  HeartbeatRequest hb{reg.node_id, "w1", reg.lease_epoch, {}, "[]", false};
   EXPECT_EQ(store_->Heartbeat(hb, Seconds(60)).status().code(), StatusCode::kConflict);
 }
 
@@ -185,11 +196,11 @@ TEST_F(WorkerStoreTest, NoticeDrainsTheNodeAndCancelBecomesAStopOrder) {
   ASSERT_TRUE(store_->CancelJob(job, std::nullopt, "admin").ok());
   auto reply = Beat("w1", reg.lease_epoch, {attempt});
   ASSERT_EQ(reply.stops.size(), 1u);
-  EXPECT_EQ(reply.stops[0].reason, "cancelled");
-  ASSERT_TRUE(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kCancelled, -15).ok());
+  EXPECT_EQ(reply.stops[0].reason, protocol::StopReason::kCancelled);
+  ASSERT_TRUE(store_->FinishAttempt(attempt, reg.lease_epoch, Outcome::kCancelled, -15, AuthOf(attempt)).ok());
   EXPECT_EQ(State(job), model::JobState::kCancelled);
   // A node under notice gets no new work.
-  HeartbeatRequest hb{"w1", reg.lease_epoch, {}, "[]", true};
+  HeartbeatRequest hb{reg.node_id, "w1", reg.lease_epoch, {}, "[]", true};
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
   Submit();
   Cycle();
@@ -201,13 +212,13 @@ TEST_F(WorkerStoreTest, LogsAreKeptUpToTheCap) {
   model::JobId job = Submit();
   Cycle();
   auto attempt = Beat("w1", reg.lease_epoch).assignments.at(0).attempt_id;
-  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "hello ", 10).ok());
-  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "world!", 10).ok());  // 12 > 10
+  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "hello ", 10, AuthOf(attempt)).ok());
+  ASSERT_TRUE(store_->AppendLog(attempt, reg.lease_epoch, "world!", 10, AuthOf(attempt)).ok());  // 12 > 10
   auto chunks = store_->ReadLogs(job, std::nullopt, 0, 100);
   ASSERT_TRUE(chunks.ok());
   ASSERT_EQ(chunks->size(), 1u);
   EXPECT_EQ((*chunks)[0].data, "hello ");
-  EXPECT_EQ(store_->AppendLog(attempt, reg.lease_epoch + 1, "x", 10).code(), StatusCode::kConflict);
+  EXPECT_EQ(store_->AppendLog(attempt, reg.lease_epoch + 1, "x", 10, AuthOf(attempt)).code(), StatusCode::kConflict);
 }
 
 }  // namespace

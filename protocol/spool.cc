@@ -1,4 +1,4 @@
-#include "worker/spool.h"
+#include "protocol/spool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace frugal::worker {
+namespace frugal::protocol {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -61,20 +61,21 @@ std::string FileName(std::int64_t step) {
 
 }  // namespace
 
-Status WriteCheckpointReport(const std::string& spool_dir, std::int64_t step, double progress,
-                             const std::string& uri, std::int64_t size_bytes) {
-  if (step < 0) return InvalidArgument("step must not be negative", "step");
-  if (!(progress >= 0 && progress <= 1)) {
+Status WriteCheckpointReport(const std::string& spool_dir, const CheckpointReport& r) {
+  if (r.step < 0) return InvalidArgument("step must not be negative", "step");
+  if (!(r.progress >= 0 && r.progress <= 1)) {
     return InvalidArgument("progress must be between 0 and 1", "progress");
   }
-  if (uri.empty()) return InvalidArgument("uri must not be empty", "uri");
-  if (size_bytes < 0) return InvalidArgument("size must not be negative", "size_bytes");
+  if (r.uri.empty()) return InvalidArgument("uri must not be empty", "uri");
+  if (r.size_bytes < 0) return InvalidArgument("size must not be negative", "size_bytes");
   std::error_code ec;
-  fs::create_directories(spool_dir, ec);
-  if (ec) return Internal("cannot create spool " + spool_dir + ": " + ec.message());
+  if (!fs::is_directory(spool_dir, ec)) {
+    return FailedPrecondition("spool " + spool_dir + " does not exist");
+  }
 
-  const json report = ToJson({step, progress, uri, size_bytes});
-  const std::string final_path = spool_dir + "/" + FileName(step);
+  json report = ToJson(r);
+  report["secret"] = r.secret;
+  const std::string final_path = spool_dir + "/" + FileName(r.step);
   // The pid keeps two writers of the same step from sharing a temporary.
   const std::string tmp_path = final_path + "." + std::to_string(getpid()) + ".tmp";
   RETURN_IF_ERROR(WriteDurably(tmp_path, report.dump() + "\n"));
@@ -94,6 +95,7 @@ StatusOr<CheckpointReport> ParseCheckpointReport(const std::string& text) {
   const auto progress = j.find("progress");
   const auto uri = j.find("uri");
   const auto size = j.find("size_bytes");
+  const auto secret = j.find("secret");
   if (step == j.end() || !step->is_number_integer() || step->get<std::int64_t>() < 0) {
     return InvalidArgument("step: a non-negative integer is required", "step");
   }
@@ -115,6 +117,10 @@ StatusOr<CheckpointReport> ParseCheckpointReport(const std::string& text) {
       return InvalidArgument("size_bytes: a non-negative integer is required", "size_bytes");
     }
     r.size_bytes = size->get<std::int64_t>();
+  }
+  if (secret != j.end()) {
+    if (!secret->is_string()) return InvalidArgument("secret: not a string", "secret");
+    r.secret = secret->get<std::string>();
   }
   return r;
 }
@@ -150,4 +156,4 @@ std::vector<SpoolEntry> ListSpool(const std::string& spool_dir) {
   return out;
 }
 
-}  // namespace frugal::worker
+}  // namespace frugal::protocol

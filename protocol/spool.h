@@ -1,7 +1,10 @@
 // The checkpoint spool: how a job hands a checkpoint report to the worker that runs it.
 // `frugal checkpoint` (inside the job) writes one file per report into
-// $FRUGAL_CHECKPOINT_SPOOL; the agent reads them in step order and forwards each to the
-// scheduler under the attempt's fencing token. The file format lives only here.
+// $FRUGAL_CHECKPOINT_SPOOL, signed with the attempt's secret ($FRUGAL_CHECKPOINT_SECRET,
+// 64 hex characters that only this attempt's processes receive); the agent reads them in
+// step order, drops any whose secret is not its attempt's (another job writing into this
+// spool), and forwards the rest to the scheduler under the attempt's fence. The file
+// format lives only here.
 //
 // Threading: free functions without shared state. A job may write the spool while the
 // agent reads it: a report appears whole (temporary file, fsync, rename) or not at all.
@@ -14,26 +17,27 @@
 
 #include "common/status.h"
 
-namespace frugal::worker {
+namespace frugal::protocol {
 
 struct CheckpointReport {
   std::int64_t step = 0;
   double progress = 0;  // 0..1
   std::string uri;      // where the (already synced) checkpoint data is
   std::int64_t size_bytes = 0;
+  std::string secret;   // the attempt's spool secret; never sent to the scheduler
 };
 
-// Writes one report as `<spool_dir>/<step, 20 digits>.json`, atomically and durably, creating
-// `spool_dir` if needed. A second report for the same step replaces the first.
-// InvalidArgument for a negative step or size, progress outside 0..1 or an empty uri;
-// Internal when the file cannot be written.
-Status WriteCheckpointReport(const std::string& spool_dir, std::int64_t step, double progress,
-                             const std::string& uri, std::int64_t size_bytes);
+// Writes one report as `<spool_dir>/<step, 20 digits>.json`, atomically and durably (the
+// directory must exist: the worker makes it, owned by the job). A second report for the same
+// step replaces the first. InvalidArgument for a negative step or size, progress outside
+// 0..1 or an empty uri; Internal when the file cannot be written.
+Status WriteCheckpointReport(const std::string& spool_dir, const CheckpointReport& report);
 
 // Parses a report file's text. InvalidArgument when it is not a valid report.
 StatusOr<CheckpointReport> ParseCheckpointReport(const std::string& text);
 
-// The report as the scheduler's checkpoint route wants it (without the lease epoch).
+// The report as the scheduler's checkpoint route wants it (without the lease epoch and
+// fence, which the worker adds, and without the secret, which stays on the node).
 nlohmann::json ToJson(const CheckpointReport& report);
 
 struct SpoolEntry {
@@ -47,4 +51,4 @@ struct SpoolEntry {
 // holds nothing.
 std::vector<SpoolEntry> ListSpool(const std::string& spool_dir);
 
-}  // namespace frugal::worker
+}  // namespace frugal::protocol
