@@ -103,7 +103,7 @@ void Agent::CleanUpPreviousLife() {
       spdlog::warn(R"("event":"leftover_attempt_killed","attempt_id":{},"pgid":{})",
                    state.attempt_id, state.pgid);
     }
-    if (state.uid) KillAllOf(*state.uid);
+    if (state.uid) job_users_.Sweep(*state.uid);
     if (!state.outcome || state.lease_kill) {
       // It was running when the worker died: the scheduler ends it when this node
       // registers again, and runs it elsewhere from its checkpoint.

@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,14 +103,34 @@ StatusOr<std::optional<JobIdentity>> JobUsers::Acquire() {
   if (!per_attempt()) return std::optional<JobIdentity>(JobIdentity{uids_[0], gid_, false});
   const std::set<uid_t> busy = UidsWithProcesses();
   for (uid_t u : uids_) {
-    if (held_.count(u) || busy.count(u)) continue;
-    held_.insert(u);
+    if (held_.count(u) || busy.count(u) || !Lock(u)) continue;
     return std::optional<JobIdentity>(JobIdentity{u, gid_, true});
   }
   return FailedPrecondition("every uid of job_uids is in use; widen the range");
 }
 
-void JobUsers::Release(uid_t uid) { held_.erase(uid); }
+void JobUsers::Release(uid_t uid) { Unlock(uid); }
+
+bool JobUsers::Lock(uid_t uid) {
+  std::error_code ec;
+  std::filesystem::create_directories(kUidLockDir, ec);
+  const std::string path = std::string(kUidLockDir) + "/" + std::to_string(uid);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  held_[uid] = fd;
+  return true;
+}
+
+void JobUsers::Unlock(uid_t uid) {
+  auto it = held_.find(uid);
+  if (it == held_.end()) return;
+  close(it->second);  // releases the flock
+  held_.erase(it);
+}
 
 std::optional<JobIdentity> JobUsers::Sample() const {
   if (uids_.empty()) return std::nullopt;
@@ -119,15 +141,23 @@ int JobUsers::SweepAll() {
   if (!per_attempt()) return 0;
   int swept = 0;
   for (uid_t u : UidsWithProcesses()) {
-    if (u < uids_.front() || u > uids_.back()) continue;
+    if (u < uids_.front() || u > uids_.back() || held_.count(u)) continue;
+    if (!Lock(u)) continue;  // a live attempt of another worker on this host
     KillAllOf(u);
+    Unlock(u);
     ++swept;
   }
   return swept;
 }
 
 void JobUsers::Sweep(uid_t uid) {
-  if (per_attempt() && uid >= uids_.front() && uid <= uids_.back()) KillAllOf(uid);
+  if (!per_attempt() || uid < uids_.front() || uid > uids_.back()) return;
+  if (held_.count(uid)) {
+    KillAllOf(uid);
+  } else if (Lock(uid)) {
+    KillAllOf(uid);
+    Unlock(uid);
+  }
 }
 
 Status JobUsers::CheckReachable(const std::optional<JobIdentity>& id,

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,20 +45,22 @@ class JobUsers {
   // Whether each attempt gets its own uid (and so may be swept by it).
   bool per_attempt() const { return uids_.size() > 1; }
 
-  // A uid for a new attempt: the lowest in the range that no attempt here holds and under
-  // which no process runs. nullopt when jobs run as the worker. ResourceExhausted-like
+  // A uid for a new attempt: the lowest in the range that no attempt on this host holds (a
+  // lock file per uid under kUidLockDir, held while the attempt runs, so several workers on
+  // one host never share one) and under which no process runs. nullopt when jobs run as the worker. ResourceExhausted-like
   // FailedPrecondition when every uid is taken.
   StatusOr<std::optional<JobIdentity>> Acquire();
   void Release(uid_t uid);
   // An identity jobs may run as, without taking it (to check what jobs can reach).
   std::optional<JobIdentity> Sample() const;
 
-  // Kills every process of every uid in the range (a previous life's jobs). Returns how
+  // Kills every process of every uid in the range that no live attempt on this host holds
+  // (a previous life's jobs; other workers' running attempts hold their locks). Returns how
   // many uids had processes. Only when per_attempt().
   int SweepAll();
 
-  // Kills every process running as `uid` (setsid escapees included). Only for a uid of the
-  // range.
+  // Kills every process running as `uid` (setsid escapees included), if it is a uid of the
+  // range that this worker holds, or that no one on this host holds.
   void Sweep(uid_t uid);
 
   // Ok when a process with `id` can reach (search) `path`; otherwise FailedPrecondition
@@ -67,8 +70,14 @@ class JobUsers {
  private:
   std::vector<uid_t> uids_;  // empty: the worker's own
   gid_t gid_ = 0;
-  std::set<uid_t> held_;
+  bool Lock(uid_t uid);  // takes the host-wide lock of `uid` into held_
+  void Unlock(uid_t uid);
+
+  std::map<uid_t, int> held_;  // uid -> the open, flocked lock file
 };
+
+// Where the per-uid lock files live (root only; a tmpfs, so a reboot clears them).
+inline constexpr const char* kUidLockDir = "/run/frugal-worker/uids";
 
 // Uids that have at least one process right now (from /proc).
 std::set<uid_t> UidsWithProcesses();

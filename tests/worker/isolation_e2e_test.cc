@@ -50,9 +50,10 @@ std::string DescribeJobProcesses(const std::string& job) {
   return out;
 }
 
-// FRUGAL_JOB_ID -> the FRUGAL_ATTEMPT_IDs of live processes that carry it (root reads
-// every /proc/<pid>/environ).
-std::map<std::string, std::set<std::string>> LiveJobProcesses() {
+// FRUGAL_JOB_ID -> the FRUGAL_ATTEMPT_IDs of live processes that carry it and whose spool
+// is under `root` (this test's workers: other tests' jobs also carry FRUGAL_JOB_ID=1). Root
+// reads every /proc/<pid>/environ.
+std::map<std::string, std::set<std::string>> LiveJobProcesses(const std::string& root) {
   std::map<std::string, std::set<std::string>> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
@@ -69,11 +70,14 @@ std::map<std::string, std::set<std::string>> LiveJobProcesses() {
     std::stringstream text;
     text << env.rdbuf();
     std::string job, attempt, item;
+    bool ours = false;
     std::istringstream items(text.str());
     while (std::getline(items, item, '\0')) {
       if (item.rfind("FRUGAL_JOB_ID=", 0) == 0) job = item.substr(14);
       if (item.rfind("FRUGAL_ATTEMPT_ID=", 0) == 0) attempt = item.substr(18);
+      if (item.rfind("FRUGAL_CHECKPOINT_SPOOL=" + root, 0) == 0) ours = true;
     }
+    if (!ours) continue;
     // The keeper is a copy of the worker; only the job's own processes carry the job's env.
     if (!job.empty() && !attempt.empty()) out[job].insert(attempt);
   }
@@ -244,7 +248,7 @@ TEST_F(IsolationE2eTest, KilledWorkersJobsDieWithItAndNeverRunTwice) {
   std::atomic<int> doubles{0}, samples{0};
   std::thread watcher([&] {
     while (watching) {
-      for (const auto& [id, attempts] : LiveJobProcesses()) {
+      for (const auto& [id, attempts] : LiveJobProcesses(dir_.path())) {
         if (attempts.size() > 1) ++doubles;
       }
       ++samples;
@@ -255,7 +259,7 @@ TEST_F(IsolationE2eTest, KilledWorkersJobsDieWithItAndNeverRunTwice) {
   int kills = 0;
   double slowest_s = 0;
   for (int i = 0; i < 20; ++i) {
-    if (!WaitFor([&] { return LiveJobProcesses().count(id) > 0; }, 60s)) {
+    if (!WaitFor([&] { return LiveJobProcesses(dir_.path()).count(id) > 0; }, 60s)) {
       ADD_FAILURE() << "cycle " << i << ": " << Job(job).dump(2) << worker->process().Stderr();
       break;
     }
@@ -263,7 +267,7 @@ TEST_F(IsolationE2eTest, KilledWorkersJobsDieWithItAndNeverRunTwice) {
     worker->process().Wait(10s);
     ++kills;
     const auto killed_at = std::chrono::steady_clock::now();
-    const bool gone = WaitFor([&] { return LiveJobProcesses().count(id) == 0; }, 5s);
+    const bool gone = WaitFor([&] { return LiveJobProcesses(dir_.path()).count(id) == 0; }, 5s);
     if (!gone) {
       ADD_FAILURE() << "cycle " << i << ": the job outlived its worker:\n"
                     << DescribeJobProcesses(id) << worker->process().Stderr();

@@ -178,21 +178,29 @@ TEST_F(WorkerE2eTest, StaleAttemptIsRefusedAndItsProcessKilled) {
   const std::string pid_file = PidDir() + "/pid-" + std::to_string(attempt_id);
   pid_t pid = std::stoi(ReadFile(pid_file));
   ASSERT_EQ(kill(pid, 0), 0);
-  // a. Another incarnation registers as node-s: the running attempt is now stale.
-  auto reg = sched_->Call("POST", "/v1/workers/register", worker_token_,
-                          json{{"node", "node-s"}, {"pool", "spot"}, {"gpus", 1},
-                               {"gpu_type", "a100"}, {"gpu_mem_gb", 80}}.dump());
+  // a. No other credential can register as node-s while its worker heartbeats.
+  const std::string reg_body = json{{"node", "node-s"}, {"pool", "spot"}, {"gpus", 1},
+                                    {"gpu_type", "a100"}, {"gpu_mem_gb", 80}}.dump();
+  auto refused = sched_->Call("POST", "/v1/workers/register", worker_token_, reg_body);
+  EXPECT_EQ(refused.status, 409) << refused.raw;
+  // b. The worker freezes past its lease; another incarnation registers as node-s: the
+  // running attempt is now stale.
+  w1->process().Signal(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // TTL 3 s
+  auto reg = sched_->Call("POST", "/v1/workers/register", worker_token_, reg_body);
   ASSERT_EQ(reg.status, 200) << reg.raw;
-  // b. A report fenced with the old epoch is refused.
+  // c. A report fenced with the old epoch is refused.
   auto stale = sched_->Call("POST", "/v1/workers/attempts/" + std::to_string(attempt_id) + "/finish",
-                            worker_token_,
+                            reg.body["node_credential"].get<std::string>(),
                             json{{"lease_epoch", reg.body["lease_epoch"].get<int>() - 1},
+                                 {"fence", std::string(64, 'f')},
                                  {"outcome", "succeeded"}, {"exit_code", 0}}.dump());
   EXPECT_EQ(stale.status, 409) << stale.raw;
-  // c. The real worker learns on its next heartbeat and kills the stale process.
+  // d. The real worker wakes, sees its lease is gone and kills the stale process.
+  w1->process().Signal(SIGCONT);
   EXPECT_TRUE(WaitFor([&] { return kill(pid, 0) != 0; }, std::chrono::seconds(30)))
       << w1->process().Stderr();
-  // d. The job runs again (on node-s, re-registered by the worker) and we cancel it.
+  // e. The job runs again (on node-s, re-registered by the worker) and we cancel it.
   ASSERT_TRUE(WaitFor([&] { return Job(job)["attempt_history"].size() >= 2; }, std::chrono::seconds(60)));
   EXPECT_EQ(Job(job)["attempt_history"][0]["end_reason"], "node_lost");
   auto c = sched_->Call("POST", "/v1/jobs/" + std::to_string(job) + "/cancel", user_token_, "{}");
