@@ -86,6 +86,8 @@ struct World {
   std::int64_t job = 0;      // a pending job of the researcher's team
   std::int64_t attempt = 0;  // an active attempt on node "node-m", with checkpoint step 5
   std::int64_t epoch = 0;    // node-m's current lease epoch
+  std::string fence;         // the attempt's fence
+  std::string credential;    // node-m's node credential
 };
 
 std::vector<Case> Table(const World& w) {
@@ -93,6 +95,7 @@ std::vector<Case> Table(const World& w) {
       FormatRfc3339(std::chrono::system_clock::now() + std::chrono::minutes(1));
   const std::string job = "/v1/jobs/" + std::to_string(w.job);
   const std::string att = "/v1/workers/attempts/" + std::to_string(w.attempt);
+  const std::string f = R"(,"fence":")" + w.fence + "\"";
   const std::string ep = std::to_string(w.epoch);
   const auto R = Who::kResearcher, A = Who::kAdmin, W = Who::kWorker;
   return {
@@ -206,17 +209,18 @@ std::vector<Case> Table(const World& w) {
        R"({"team":"mal","user":"x","role":"root"})", 400, "role"},
       {"token unknown team", "POST", "/v1/admin/tokens", A,
        R"({"team":"nope","user":"x","role":"researcher"})", 422, "team"},
-      // Worker protocol.
-      {"register unknown pool", "POST", "/v1/workers/register", W, Register({{"pool", "nope"}}),
+      // Worker protocol: registering (an admin may join nodes too), then as node-m with its
+      // node credential.
+      {"register unknown pool", "POST", "/v1/workers/register", A, Register({{"pool", "nope"}}),
        422, "pool"},
-      {"register zero gpus", "POST", "/v1/workers/register", W, Register({{"gpus", 0}}), 400,
+      {"register zero gpus", "POST", "/v1/workers/register", A, Register({{"gpus", 0}}), 400,
        "gpus"},
-      {"register bad node", "POST", "/v1/workers/register", W, Register({{"node", "a b"}}), 400,
+      {"register bad node", "POST", "/v1/workers/register", A, Register({{"node", "a b"}}), 400,
        "node"},
       {"heartbeat stale epoch", "POST", "/v1/workers/heartbeat", W,
        R"({"node":"node-m","lease_epoch":)" + std::to_string(w.epoch + 1) + "}", 409, ""},
-      {"heartbeat unknown node", "POST", "/v1/workers/heartbeat", W,
-       R"({"node":"nobody","lease_epoch":1})", 409, ""},
+      {"heartbeat another node", "POST", "/v1/workers/heartbeat", W,
+       R"({"node":"nobody","lease_epoch":1})", 403, "node"},
       {"heartbeat running words", "POST", "/v1/workers/heartbeat", W,
        R"({"node":"node-m","lease_epoch":)" + ep + R"(,"running":["x"]})", 400, "running"},
       {"heartbeat notice a string", "POST", "/v1/workers/heartbeat", W,
@@ -224,24 +228,31 @@ std::vector<Case> Table(const World& w) {
       {"heartbeat gpu reading with NUL", "POST", "/v1/workers/heartbeat", W,
        R"({"node":"node-m","lease_epoch":)" + ep + R"(,"gpus":[{"name":"\u0000"}]})", 400, "gpus"},
       {"checkpoint stale epoch", "POST", att + "/checkpoint", W,
-       R"({"lease_epoch":)" + std::to_string(w.epoch + 1) + R"(,"step":9,"uri":"file:///c"})", 409,
+       R"({"lease_epoch":)" + std::to_string(w.epoch + 1) + f + R"(,"step":9,"uri":"file:///c"})", 409,
        ""},
       {"checkpoint unknown attempt", "POST", "/v1/workers/attempts/999999999/checkpoint", W,
-       R"({"lease_epoch":)" + ep + R"(,"step":9,"uri":"file:///c"})", 409, ""},
+       R"({"lease_epoch":)" + ep + f + R"(,"step":9,"uri":"file:///c"})", 403, ""},
+      {"checkpoint wrong fence", "POST", att + "/checkpoint", W,
+       R"({"lease_epoch":)" + ep + R"(,"fence":")" + std::string(64, '0') +
+           R"(","step":9,"uri":"file:///c"})", 409, ""},
+      {"checkpoint malformed fence", "POST", att + "/checkpoint", W,
+       R"({"lease_epoch":)" + ep + R"(,"fence":"abc","step":9,"uri":"file:///c"})", 400, "fence"},
+      {"checkpoint without fence", "POST", att + "/checkpoint", W,
+       R"({"lease_epoch":)" + ep + R"(,"step":9,"uri":"file:///c"})", 400, "fence"},
       {"checkpoint step backwards", "POST", att + "/checkpoint", W,
-       R"({"lease_epoch":)" + ep + R"(,"step":3,"uri":"file:///c"})", 422, "step"},
+       R"({"lease_epoch":)" + ep + f + R"(,"step":3,"uri":"file:///c"})", 422, "step"},
       {"checkpoint progress 2", "POST", att + "/checkpoint", W,
-       R"({"lease_epoch":)" + ep + R"(,"step":9,"uri":"file:///c","progress":2})", 400, "progress"},
+       R"({"lease_epoch":)" + ep + f + R"(,"step":9,"uri":"file:///c","progress":2})", 400, "progress"},
       {"checkpoint attempt a word", "POST", "/v1/workers/attempts/abc/checkpoint", W,
        R"({"lease_epoch":1,"step":9,"uri":"x"})", 400, "attempt_id"},
       {"logs data with NUL", "POST", att + "/logs", W,
-       R"({"lease_epoch":)" + ep + R"(,"data":"a\u0000b"})", 400, "data"},
+       R"({"lease_epoch":)" + ep + f + R"(,"data":"a\u0000b"})", 400, "data"},
       {"finish stale epoch", "POST", att + "/finish", W,
-       R"({"lease_epoch":)" + std::to_string(w.epoch + 1) + R"(,"outcome":"succeeded"})", 409, ""},
+       R"({"lease_epoch":)" + std::to_string(w.epoch + 1) + f + R"(,"outcome":"succeeded"})", 409, ""},
       {"finish unknown outcome", "POST", att + "/finish", W,
-       R"({"lease_epoch":)" + ep + R"(,"outcome":"exploded"})", 400, "outcome"},
+       R"({"lease_epoch":)" + ep + f + R"(,"outcome":"exploded"})", 400, "outcome"},
       {"finish exit code 300", "POST", att + "/finish", W,
-       R"({"lease_epoch":)" + ep + R"(,"outcome":"failed","exit_code":300})", 400, "exit_code"},
+       R"({"lease_epoch":)" + ep + f + R"(,"outcome":"failed","exit_code":300})", 400, "exit_code"},
   };
 }
 
@@ -293,6 +304,9 @@ class ApiMalformedTest : public ::testing::Test {
         R"({"node":"node-m","pool":"mal-pool","gpus":1,"gpu_type":"a100","gpu_mem_gb":80})");
     ASSERT_EQ(r.status, 200) << r.raw;
     world_.epoch = r.body["lease_epoch"].get<std::int64_t>();
+    // From here on node-m speaks with the credential registration returned.
+    world_.credential = r.body["node_credential"].get<std::string>();
+    worker_ = world_.credential;
     r = sched_->Call("POST", "/v1/jobs", researcher_, Job({{"name", "placed"}}));
     ASSERT_EQ(r.status, 201) << r.raw;
     const json hb = {{"node", "node-m"}, {"lease_epoch", world_.epoch}};
@@ -300,14 +314,17 @@ class ApiMalformedTest : public ::testing::Test {
     while (world_.attempt == 0 && Clock::now() < end) {
       r = sched_->Call("POST", "/v1/workers/heartbeat", worker_, hb.dump());
       ASSERT_EQ(r.status, 200) << r.raw;
-      if (!r.body["assignments"].empty())
+      if (!r.body["assignments"].empty()) {
         world_.attempt = r.body["assignments"][0]["attempt_id"].get<std::int64_t>();
+        world_.fence = r.body["assignments"][0]["fence"].get<std::string>();
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ASSERT_NE(world_.attempt, 0) << "the job was never placed on node-m: " << r.raw;
     r = sched_->Call(
         "POST", "/v1/workers/attempts/" + std::to_string(world_.attempt) + "/checkpoint", worker_,
-        json{{"lease_epoch", world_.epoch}, {"step", 5}, {"uri", "file:///c/5"}}.dump());
+        json{{"lease_epoch", world_.epoch}, {"fence", world_.fence}, {"step", 5},
+             {"uri", "file:///c/5"}}.dump());
     ASSERT_EQ(r.status, 200) << r.raw;
     // The node's single GPU is taken, so this one stays pending.
     r = sched_->Call("POST", "/v1/jobs", researcher_, Job({{"name", "pending"}}));

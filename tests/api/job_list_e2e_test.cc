@@ -6,6 +6,8 @@
 // role, through the CLI too, and conform to docs/openapi.yaml.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <sstream>
 
 #include "tests/api/openapi_spec.h"
@@ -49,6 +51,7 @@ class JobListE2eTest : public ::testing::Test {
                                 {"gpu_type", "jl-gpu"}, {"gpu_mem_gb", 80}}.dump());
     ASSERT_EQ(reg.status, 200) << reg.raw;
     epoch_ = reg.body["lease_epoch"].get<std::int64_t>();
+    worker_ = reg.body["node_credential"].get<std::string>();  // the node speaks with it
   }
 
   // Heartbeats until the scheduler hands this node an attempt; its id, or 0.
@@ -60,6 +63,7 @@ class JobListE2eTest : public ::testing::Test {
                                  {"running", running}}.dump());
       if (hb.status != 200 || hb.body["assignments"].empty()) return false;
       attempt = hb.body["assignments"][0]["attempt_id"].get<std::int64_t>();
+      fences_[attempt] = hb.body["assignments"][0]["fence"].get<std::string>();
       return true;
     }, std::chrono::seconds(30));
     return attempt;
@@ -67,7 +71,8 @@ class JobListE2eTest : public ::testing::Test {
 
   int Finish(std::int64_t attempt, const std::string& outcome) {
     return sched_.Call("POST", "/v1/workers/attempts/" + std::to_string(attempt) + "/finish",
-                       worker_, json{{"lease_epoch", epoch_}, {"outcome", outcome}}.dump())
+                       worker_, json{{"lease_epoch", epoch_}, {"fence", fences_[attempt]},
+                                    {"outcome", outcome}}.dump())
         .status;
   }
 
@@ -86,6 +91,7 @@ class JobListE2eTest : public ::testing::Test {
   SchedulerProcess sched_;
   std::string worker_;
   std::int64_t epoch_ = 0;
+  std::map<std::int64_t, std::string> fences_;  // by attempt id, from the assignments
 };
 
 TEST_F(JobListE2eTest, EachJobCarriesWhatItsTimelineAndTheCostReportSay) {

@@ -197,13 +197,14 @@ TEST_F(MetricsE2eTest, PoolAttemptAndSpendFiguresFollowAnAttempt) {
                            PoolBody("m-pool", "reserved", "2.00", 8, {{"gpu_type", "m-gpu"}}).dump());
   ASSERT_EQ(pool.status, 200) << pool.raw;
   ExpectConforms("post", "/v1/admin/pools", pool);
-  const std::string worker = sched_->NewToken("mw", "m-node-1", "worker");
-  auto reg = sched_->Call("POST", "/v1/workers/register", worker,
+  const std::string join = sched_->NewToken("mw", "m-node-1", "worker");
+  auto reg = sched_->Call("POST", "/v1/workers/register", join,
                           json{{"node", "m-node-1"}, {"pool", "m-pool"}, {"gpus", 4},
                                {"gpu_type", "m-gpu"}, {"gpu_mem_gb", 80}}.dump());
   ASSERT_EQ(reg.status, 200) << reg.raw;
   ExpectConforms("post", "/v1/workers/register", reg);
   const std::int64_t epoch = reg.body["lease_epoch"].get<std::int64_t>();
+  const std::string worker = reg.body["node_credential"].get<std::string>();
   const std::string token = sched_->NewToken("mw", "carol");
   auto job = sched_->Call("POST", "/v1/jobs", token,
                           json{{"command", {"train"}}, {"gpus", 2}, {"gpu_types", {"m-gpu"}}}.dump());
@@ -225,16 +226,17 @@ TEST_F(MetricsE2eTest, PoolAttemptAndSpendFiguresFollowAnAttempt) {
   ExpectConforms("post", "/v1/workers/heartbeat", hb);
   ASSERT_EQ(hb.body["assignments"].size(), 1u) << hb.raw;
   const std::int64_t attempt = hb.body["assignments"][0]["attempt_id"].get<std::int64_t>();
+  const std::string fence = hb.body["assignments"][0]["fence"].get<std::string>();
   auto drain = sched_->Call("POST", "/v1/workers/heartbeat", worker,
                             json{{"node", "m-node-1"}, {"lease_epoch", epoch},
                                  {"running", {attempt}}, {"draining", true}}.dump());
   ASSERT_EQ(drain.status, 200) << drain.raw;
   const std::string attempt_path = "/v1/workers/attempts/" + std::to_string(attempt);
   auto logs = sched_->Call("POST", attempt_path + "/logs", worker,
-                           json{{"lease_epoch", epoch}, {"data", "step 1\n"}}.dump());
+                           json{{"lease_epoch", epoch}, {"fence", fence}, {"data", "step 1\n"}}.dump());
   ExpectConforms("post", "/v1/workers/attempts/{id}/logs", logs);
   auto finish = sched_->Call("POST", attempt_path + "/finish", worker,
-                             json{{"lease_epoch", epoch}, {"outcome", "preempted"}}.dump());
+                             json{{"lease_epoch", epoch}, {"fence", fence}, {"outcome", "preempted"}}.dump());
   ASSERT_EQ(finish.status, 200) << finish.raw;
   ExpectConforms("post", "/v1/workers/attempts/{id}/finish", finish);
   // d. One preemption caused by the node, nothing busy, and the spend counter equals the
