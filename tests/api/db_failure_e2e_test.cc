@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -167,6 +169,46 @@ TEST(DbFailureE2eTest, KilledBackendsAnswer503OrSucceedNever500) {
     ok += r.status == 201 ? 1 : 0;
   }
   std::printf("killed backends: %d submits succeeded, %d answered 503\n", ok, unavailable);
+
+  // Mid-request: four clients submit back to back for 6 s while every backend of this
+  // database is killed every 50 ms. Each answer is 201 or 503 with Retry-After.
+  std::atomic<bool> stop{false};
+  std::atomic<int> created{0}, refused{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        auto r = sched.Call("POST", "/v1/jobs", alice, JobBody());
+        bool retry_after = false;
+        for (const auto& [k, v] : r.headers) retry_after = retry_after || k == "Retry-After";
+        if (r.status == 201) {
+          ++created;
+        } else if (r.status == 503 && retry_after) {
+          ++refused;
+        } else {
+          ++other;
+          std::fprintf(stderr, "mid-request kill: POST /v1/jobs answered %d: %s\n", r.status,
+                       r.raw.c_str());
+        }
+      }
+    });
+  }
+  int kills = 0;
+  const auto end = SteadyClock::now() + std::chrono::seconds(6);
+  while (SteadyClock::now() < end) {
+    auto killed = (*admin)->Exec("kill_backends",
+                                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                 " WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+    kills += static_cast<int>(killed->Int(0, 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop = true;
+  for (auto& t : clients) t.join();
+  std::printf("mid-request kills: %d backends killed; submits: %d created, %d answered 503, "
+              "%d anything else\n", kills, created.load(), refused.load(), other.load());
+  EXPECT_EQ(other, 0);
+  EXPECT_GT(created, 0);
 }
 
 }  // namespace
