@@ -20,6 +20,8 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+constexpr int kListenBacklog = 1024;  // the kernel caps it at net.core.somaxconn
+
 // Set by ConnectionThreads on the accept thread when the server is full: the connection is
 // refused without a thread of its own.
 thread_local bool t_over_capacity = false;
@@ -241,6 +243,10 @@ StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
     return Unavailable("cannot listen on " + host + ":" + std::to_string(port) + ": " +
                        BindError(host, port));
   }
+  // httplib listens with a backlog of 5: a burst of connects overflows it, and the kernel
+  // then drops or resets connections the client already counts as open. listen(2) on a
+  // listening socket only resizes its queue.
+  ::listen(svr_sock_, kListenBacklog);
   return bound;
 }
 
