@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/handler_lanes.h"
+#include "api/ready_check.h"
 #include "api/server.h"
 #include "common/clock.h"
 #include "scheduler/engine/engine.h"
@@ -26,6 +28,7 @@ struct Context {
   const engine::Advisor& advisor;
   const Clock& clock;
   ApiOptions options;
+  ReadyCheck* ready = nullptr;  // /readyz's bounded database check; owned by the server
 };
 
 struct Reply {
@@ -57,11 +60,12 @@ enum class Access {
 
 // Registers routes on the httplib server and remembers each (method, pattern), so that the
 // server can list its routes (the OpenAPI coverage test) and label request latency by
-// route pattern rather than by raw path. Not thread-safe: used only while the server is
-// being built; the handlers it installs are.
+// route pattern rather than by raw path. Each handler first takes a slot in its route's
+// lane (HandlerLanes::For). Not thread-safe: used only while the server is being built;
+// the handlers it installs are.
 class Router {
  public:
-  explicit Router(httplib::Server& server) : server_(server) {}
+  Router(httplib::Server& server, HandlerLanes& lanes) : server_(server), lanes_(lanes) {}
   Router& Get(const std::string& pattern, httplib::Server::Handler handler);
   Router& Post(const std::string& pattern, httplib::Server::Handler handler);
   const std::vector<RouteInfo>& routes() const { return routes_; }
@@ -71,6 +75,7 @@ class Router {
               httplib::Server::Handler handler);
 
   httplib::Server& server_;
+  HandlerLanes& lanes_;
   std::vector<RouteInfo> routes_;
 };
 

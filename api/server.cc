@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "api/http_server.h"
 #include "api/json_limits.h"
 #include "api/routes.h"
 #include "common/crypto.h"
@@ -11,6 +14,11 @@
 namespace frugal::api {
 
 namespace {
+
+// How long a request may wait for a free handler in its lane before 503.
+constexpr std::chrono::milliseconds kLaneWait{10000};
+// How long /readyz waits for the database to answer a ping.
+constexpr std::chrono::milliseconds kReadyWait{2000};
 
 int HttpStatus(StatusCode code) {
   switch (code) {
@@ -189,10 +197,18 @@ Router& Router::Add(const std::string& method, const std::string& pattern,
       "frugal_http_request_duration_seconds",
       "Time to answer an API request, by method, route pattern and HTTP status.",
       {"method", "route", "status"}, metrics::LatencyBuckets());
-  auto timed = [&latency, method, path = info.path, handler = std::move(handler)](
+  Lane* lane = lanes_.For(pattern);
+  auto timed = [&latency, lane, method, path = info.path, handler = std::move(handler)](
                    const httplib::Request& req, httplib::Response& res) {
     metrics::Stopwatch watch;
-    handler(req, res);
+    // The wait for a lane is part of the latency the client sees.
+    Status admitted = lane != nullptr ? lane->Enter(kLaneWait) : Status::Ok();
+    if (admitted.ok()) {
+      handler(req, res);
+      if (lane != nullptr) lane->Leave();
+    } else {
+      WriteError(res, admitted);
+    }
     latency.Observe({method, path, std::to_string(res.status)}, watch.Seconds());
   };
   if (method == "GET") {
@@ -298,10 +314,14 @@ struct ApiServer::Impl {
   Impl(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
        engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
        ApiOptions options)
-      : ctx{store, workers, costs, engine, advisor, clock, options} {}
+      : ready([&store] { return store.Ping(); }, kReadyWait),
+        lanes(std::max(1, options.db_pool_size - 2), std::max(2, options.db_pool_size)),
+        ctx{store, workers, costs, engine, advisor, clock, options, &ready} {}
+  ReadyCheck ready;
+  HandlerLanes lanes;
   Context ctx;
-  httplib::Server server;
-  Router router{server};
+  HttpServer server;
+  Router router{server, lanes};
 };
 
 ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
@@ -309,10 +329,9 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
                      ApiOptions options)
     : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, clock, options)) {
   auto& s = impl_->server;
-  // httplib answers 413 itself above this, before reading the body.
+  // httplib answers 413 itself above this, before reading the body. Read and write
+  // deadlines are HttpServer's (EdgeLimits).
   s.set_payload_max_length(kMaxBodyBytes);
-  s.set_read_timeout(30, 0);
-  s.set_write_timeout(30, 0);
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
                                                              httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
@@ -347,10 +366,7 @@ std::vector<RouteInfo> ApiServer::Routes() const { return impl_->router.routes()
 ApiServer::~ApiServer() = default;
 
 StatusOr<int> ApiServer::Bind(const std::string& host, int port) {
-  int bound = port == 0 ? impl_->server.bind_to_any_port(host.c_str())
-                        : (impl_->server.bind_to_port(host.c_str(), port) ? port : -1);
-  if (bound < 0) return Unavailable("cannot listen on " + host + ":" + std::to_string(port));
-  return bound;
+  return impl_->server.Bind(host, port);
 }
 
 void ApiServer::Run() { impl_->server.listen_after_bind(); }

@@ -1,8 +1,9 @@
 // The REST API v1 server (JSON over HTTP). Routes are in routes_*.cc; this owns the
 // listener, authentication, error mapping and limits. httplib stays out of this header.
 //
-// Threading: handlers run on the HTTP thread pool and call the store (thread-safe) and
-// the engine facade (Kick only).
+// Threading: each connection has its own thread (api/http_server.h, decision 0018);
+// handlers run there, admitted by lane (users, workers; /healthz none), and call the store
+// (thread-safe) and the engine facade (Kick only).
 #pragma once
 
 #include <memory>
@@ -38,6 +39,9 @@ struct ApiOptions {
   Seconds lease_ttl{15};          // a worker's lease, extended by each heartbeat
   Seconds heartbeat_interval{2};  // what registration tells workers
   std::int64_t log_cap_bytes = 1 << 20;  // output kept per attempt
+  // The database pool's size: user handlers run at most db_pool_size - 2 at once, so the
+  // worker protocol and the engine always find a connection.
+  int db_pool_size = 8;
 };
 
 class ApiServer {
@@ -47,7 +51,8 @@ class ApiServer {
             ApiOptions options);
   ~ApiServer();
 
-  // Binds host:port (port 0 picks a free one); returns the bound port.
+  // Binds host:port (port 0 picks a free one); returns the bound port, or Unavailable
+  // naming the address and the cause (e.g. "address already in use").
   StatusOr<int> Bind(const std::string& host, int port);
   // Serves until Stop(); blocks the calling thread.
   void Run();

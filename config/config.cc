@@ -56,6 +56,11 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     (key == "lease_ttl" ? c.lease_ttl : c.heartbeat_interval) = *d;
   } else if (key == "worker_bin") {
     c.worker_bin = v;
+  } else if (key == "db_statement_timeout" || key == "db_lock_timeout") {
+    auto d = ParseDuration(v);
+    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
+    if (d->count() < 1) return InvalidArgument(key + ": must be at least 1s", key);
+    (key == "db_statement_timeout" ? c.db_statement_timeout : c.db_lock_timeout) = *d;
   } else if (key == "db_pool_size") {
     ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
   } else if (key == "max_pending_per_cycle") {
@@ -63,7 +68,8 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
   } else {
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
-                               "cycle_interval, db_pool_size, max_pending_per_cycle, lease_ttl, "
+                               "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
+                               "max_pending_per_cycle, lease_ttl, "
                                "heartbeat_interval, worker_bin, local_workers)",
                            key);
   }
@@ -94,7 +100,8 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
   }));
   const char* keys[] = {"database_url",          "listen",    "log_level",
                         "policy",                "cycle_interval", "db_pool_size",
-                        "max_pending_per_cycle", "lease_ttl", "heartbeat_interval"};
+                        "max_pending_per_cycle", "lease_ttl", "heartbeat_interval",
+                        "db_statement_timeout",  "db_lock_timeout"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

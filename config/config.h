@@ -21,6 +21,10 @@ struct SchedulerConfig {
   std::string policy = "placement/cost";
   Seconds cycle_interval{2};
   int db_pool_size = 8;
+  // Every pooled connection's statement_timeout and lock_timeout (decision 0018): a query
+  // or lock wait longer than this fails with 503 instead of holding a connection.
+  Seconds db_statement_timeout{30};
+  Seconds db_lock_timeout{10};
   int max_pending_per_cycle = 10000;
   Seconds lease_ttl{15};          // a worker's lease; lost after this without a heartbeat
   Seconds heartbeat_interval{2};  // told to workers at registration

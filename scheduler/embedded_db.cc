@@ -20,7 +20,9 @@ StatusOr<Database> OpenDatabase(const config::SchedulerConfig& config) {
     spdlog::info(R"("event":"embedded_postgres","socket_dir":"{}")",
                  JsonEscape(db.cluster->socket_dir()));
   }
-  ASSIGN_OR_RETURN(auto conn, store::PgConn::Connect(db.conninfo));
+  // No statement or lock timeout here (PgConnOptions{}): a migration may wait for another
+  // scheduler's migration (an advisory lock) or rewrite a large table.
+  ASSIGN_OR_RETURN(auto conn, store::PgConn::Connect(db.conninfo, store::PgConnOptions{}));
   ASSIGN_OR_RETURN(int applied, store::Migrate(*conn));
   if (applied > 0) spdlog::info(R"("event":"migrated","applied":{})", applied);
   return db;

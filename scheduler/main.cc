@@ -92,7 +92,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
 
   auto db = frugal::OpenDatabase(cfg);
   if (!db.ok()) return Fail(db.status());
-  frugal::store::PgStore store(db->conninfo, cfg.db_pool_size);
+  frugal::store::PgStore store(db->conninfo, cfg.db_pool_size,
+                               {cfg.db_statement_timeout, cfg.db_lock_timeout});
   frugal::SystemClock clock;
   auto local = MakeLocalProvider(cfg);
   if (!local.ok()) return Fail(local.status());
@@ -104,7 +105,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
                                  [&alerts] { alerts.Wake(); }});
   frugal::engine::Advisor advisor(store, policy_config);
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
-                                {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20});
+                                {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
+                                 cfg.db_pool_size});
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());
 

@@ -69,13 +69,26 @@ Status PgCluster::PrepareDir(const std::string& path) {
   return Status::Ok();
 }
 
+std::string PgCluster::InitDbDir() const { return data_dir_ + ".initdb-tmp"; }
+
 Status PgCluster::InitDb() {
-  RETURN_IF_ERROR(PrepareDir(data_dir_));
-  std::vector<std::string> argv = {bin_dir_ + "/initdb", "-D", data_dir_, "-U", "frugal",
+  // initdb writes PG_VERSION first, so a kill during it used to leave a data directory that
+  // looked initialised and never started. Build the cluster beside its place and rename it
+  // there only once initdb has finished: the data directory exists only when complete.
+  const std::string tmp = InitDbDir();
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (ec) return Unavailable("cannot remove the unfinished " + tmp + ": " + ec.message());
+  RETURN_IF_ERROR(PrepareDir(tmp));
+  std::vector<std::string> argv = {bin_dir_ + "/initdb", "-D", tmp, "-U", "frugal",
                                    "--auth=trust", "-E", "UTF8", "--locale=C"};
   if (options_.fast_unsafe) argv.push_back("--no-sync");
   ASSIGN_OR_RETURN(auto r, RunSubprocessAs(run_as_, argv));
   if (r.exit_code != 0) return Unavailable("initdb failed: " + r.output);
+  // rename(2) replaces an empty directory (one left by an older version killed before
+  // initdb wrote anything) but refuses a non-empty one, which is then the user's to sort.
+  fs::rename(tmp, data_dir_, ec);
+  if (ec) return Unavailable("cannot move " + tmp + " to " + data_dir_ + ": " + ec.message());
   return Status::Ok();
 }
 
@@ -91,7 +104,11 @@ Status PgCluster::Start() {
   }
   ASSIGN_OR_RETURN(bin_dir_, FindPostgresBinDir());
   std::error_code ec;
-  if (!fs::exists(data_dir_ + "/PG_VERSION", ec)) RETURN_IF_ERROR(InitDb());
+  if (!fs::exists(data_dir_ + "/PG_VERSION", ec)) {
+    RETURN_IF_ERROR(InitDb());
+  } else {
+    fs::remove_all(InitDbDir(), ec);  // left by a start killed during initdb; unused now
+  }
   RETURN_IF_ERROR(PrepareDir(socket_dir_));
   if (IsRunning()) return Status::Ok();
   std::string opts = "-c listen_addresses='' -k '" + socket_dir_ + "' -p " +

@@ -40,7 +40,9 @@ class PgCluster {
   const std::string& data_dir() const { return data_dir_; }
 
  private:
+  // initdb into InitDbDir(), then rename to data_dir_ (never a half-made data directory).
   Status InitDb();
+  std::string InitDbDir() const;
   Status PrepareDir(const std::string& path);
 
   PgClusterOptions options_;

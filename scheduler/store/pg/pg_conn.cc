@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "scheduler/store/pg/pg_wait.h"
+
 namespace frugal::store {
 
 std::int64_t PgResult::Int(int row, int col) const {
@@ -18,7 +20,18 @@ std::optional<std::int64_t> PgResult::OptInt(int row, int col) const {
   return Int(row, col);
 }
 
-StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo) {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Beyond the server's own statement_timeout: the server should answer first (57014); this
+// only catches a server that cannot answer at all.
+constexpr std::chrono::seconds kClientMargin{5};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
+                                                  PgConnOptions options) {
   std::string info = conninfo + " connect_timeout=5 application_name=frugal";
   PGconn* c = PQconnectdb(info.c_str());
   if (PQstatus(c) != CONNECTION_OK) {
@@ -29,7 +42,43 @@ StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo) {
   }
   // Notices (e.g. "relation already exists, skipping") are not errors; keep stderr quiet.
   PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
-  return std::unique_ptr<PgConn>(new PgConn(c));
+  std::unique_ptr<PgConn> conn(new PgConn(c, options));
+  if (options.statement_timeout.count() > 0 || options.lock_timeout.count() > 0) {
+    // SET, not the `options` conninfo key: database_url may be a URI, which a key cannot
+    // be appended to. Bounded like any statement: the server may hang after the handshake.
+    const std::string set = "SET statement_timeout = " +
+                            std::to_string(options.statement_timeout.count()) +
+                            "; SET lock_timeout = " + std::to_string(options.lock_timeout.count());
+    RETURN_IF_ERROR(conn->ExecScript(set).status());
+  }
+  return conn;
+}
+
+bool PgConn::EndedByServer() { return broken_ || IdleConnectionBroken(conn_); }
+
+StatusOr<PgResult> PgConn::Finish(bool sent, const std::string& what) {
+  if (!sent) {
+    broken_ = true;
+    return ToStatus(nullptr, what);
+  }
+  auto deadline = SteadyClock::time_point::max();
+  if (options_.statement_timeout.count() > 0) {
+    deadline = SteadyClock::now() + options_.statement_timeout + kClientMargin;
+  }
+  PgWaitResult w = AwaitResult(conn_, deadline);
+  if (w.timed_out) {
+    broken_ = true;
+    return Unavailable("database unavailable: no answer within " +
+                       std::to_string((options_.statement_timeout + kClientMargin).count()) +
+                       " ms (" + what + ")");
+  }
+  if (w.result == nullptr) {
+    broken_ = true;
+    return ToStatus(nullptr, what);
+  }
+  auto st = PQresultStatus(w.result);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return ToStatus(w.result, what);
+  return PgResult(w.result);
 }
 
 PgConn::~PgConn() { PQfinish(conn_); }
@@ -44,9 +93,12 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
   if (primary && (sqlstate.rfind("22", 0) == 0 || sqlstate.rfind("23", 0) == 0)) msg = primary;
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   if (r) PQclear(r);
-  if (PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 ||
+  // No SQLSTATE: libpq's own error, i.e. the connection broke (a killed backend, a restart)
+  // whatever PQstatus says yet. 57014: statement_timeout; 55P03: lock_timeout.
+  if (sqlstate.empty()) broken_ = true;
+  if (sqlstate.empty() || PQstatus(conn_) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 ||
       sqlstate.rfind("57P", 0) == 0 || sqlstate.rfind("53", 0) == 0 || sqlstate == "40001" ||
-      sqlstate == "40P01") {
+      sqlstate == "40P01" || sqlstate == "57014" || sqlstate == "55P03") {
     return Unavailable("database unavailable: " + msg);
   }
   if (sqlstate == "23505") return Conflict(what + ": " + msg);
@@ -64,31 +116,25 @@ StatusOr<PgResult> PgConn::Exec(const std::string& name, const std::string& sql,
       return InvalidArgument("text must not contain NUL characters (\\u0000)");
   ++statements_sent_;
   if (!prepared_.count(name)) {
-    PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) return ToStatus(r, name);
-    PQclear(r);
+    RETURN_IF_ERROR(
+        Finish(PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 1, name).status());
     prepared_.insert(name);
   }
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-  PGresult* r = PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()),
-                               values.data(), nullptr, nullptr, 0);
-  auto st = PQresultStatus(r);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return ToStatus(r, name);
-  return PgResult(r);
+  return Finish(PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()),
+                                    values.data(), nullptr, nullptr, 0) == 1,
+                name);
 }
 
 StatusOr<PgResult> PgConn::ExecScript(const std::string& sql) {
   ++statements_sent_;
-  PGresult* r = PQexec(conn_, sql.c_str());
-  auto st = PQresultStatus(r);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return ToStatus(r, "statement");
-  return PgResult(r);
+  return Finish(PQsendQuery(conn_, sql.c_str()) == 1, "statement");
 }
 
-PgPool::PgPool(std::string conninfo, int max_size)
-    : conninfo_(std::move(conninfo)), max_size_(max_size) {}
+PgPool::PgPool(std::string conninfo, int max_size, PgConnOptions options)
+    : conninfo_(std::move(conninfo)), max_size_(max_size), options_(options) {}
 
 PgPool::~PgPool() = default;
 
@@ -103,14 +149,17 @@ StatusOr<PgPool::Lease> PgPool::Acquire(std::chrono::milliseconds wait) {
       return Unavailable("database busy: no free connection within " +
                          std::to_string(wait.count()) + " ms");
     }
-    if (!idle_.empty()) {
+    // Skip idle connections the server has ended: after pg_terminate_backend or a restart
+    // every idle one is dead, and handing them out in turn would fail request after request.
+    while (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(c));
+      if (!c->EndedByServer()) return Lease(this, std::move(c));
+      --open_;
     }
     ++open_;
   }
-  auto c = PgConn::Connect(conninfo_);
+  auto c = PgConn::Connect(conninfo_, options_);
   if (!c.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
     --open_;

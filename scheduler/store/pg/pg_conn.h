@@ -1,6 +1,11 @@
 // RAII wrappers over libpq: a connection with lazily prepared statements, a result, and a
-// bounded pool. The only place libpq errors become Status (connection loss -> Unavailable,
-// unique violation -> Conflict, other constraint violations -> FailedPrecondition).
+// bounded pool. The only place libpq errors become Status (connection loss, timeouts and
+// lock waits -> Unavailable, unique violation -> Conflict, other constraint violations ->
+// FailedPrecondition).
+//
+// No call waits forever (issue 15): connecting gives up after 5 s, and with a statement
+// timeout set, every statement is awaited for at most that plus 5 s, then cancelled and
+// its connection marked broken (the pool discards it).
 //
 // Threading: a PgConn is used by one thread at a time (the one holding its lease);
 // PgPool is thread-safe.
@@ -24,6 +29,20 @@ namespace frugal::store {
 
 using PgParam = std::optional<std::string>;  // nullopt = SQL NULL; text format
 
+// Per-connection limits. Zero means none (PostgreSQL's defaults): what migrations use, since
+// a schema change may legitimately wait for a lock or run long. The pool's connections (the
+// API and the engine) always have both.
+struct PgConnOptions {
+  std::chrono::milliseconds statement_timeout{0};  // server side; client waits this + 5 s
+  std::chrono::milliseconds lock_timeout{0};       // server side
+};
+
+// What the scheduler's pool uses unless configured (db_statement_timeout, db_lock_timeout):
+// long enough for the heaviest report, short enough that a stuck database frees the API.
+inline PgConnOptions DefaultPoolOptions() {
+  return {std::chrono::seconds(30), std::chrono::seconds(10)};
+}
+
 class PgResult {
  public:
   explicit PgResult(PGresult* r) : r_(r, &PQclear) {}
@@ -41,8 +60,10 @@ class PgResult {
 
 class PgConn {
  public:
-  // Connects with a 5 s timeout; Unavailable when the server cannot be reached.
-  static StatusOr<std::unique_ptr<PgConn>> Connect(const std::string& conninfo);
+  // Connects with a 5 s timeout and applies `options`; Unavailable when the server cannot
+  // be reached or does not answer.
+  static StatusOr<std::unique_ptr<PgConn>> Connect(const std::string& conninfo,
+                                                   PgConnOptions options = {});
   ~PgConn();
 
   // Runs a parameterised statement, preparing it under `name` on first use.
@@ -51,26 +72,35 @@ class PgConn {
   // Runs `sql` (which may hold several statements) without parameters: migrations, BEGIN.
   StatusOr<PgResult> ExecScript(const std::string& sql);
 
-  bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
+  // False once the connection broke or a statement outlived its deadline (the server may
+  // still be running it): such a connection is never reused.
+  bool healthy() const { return !broken_ && PQstatus(conn_) == CONNECTION_OK; }
   // Healthy and outside any transaction: safe to hand to the next user.
   bool reusable() const { return healthy() && PQtransactionStatus(conn_) == PQTRANS_IDLE; }
   // Statements sent since the last ResetCount(); lets callers retry safely when the very
   // first statement found the connection dead.
   int statements_sent() const { return statements_sent_; }
   void ResetCount() { statements_sent_ = 0; }
+  // Idle here, but the server has ended the session (its FATAL notice or EOF is waiting on
+  // the socket): the pool drops such a connection instead of handing it out.
+  bool EndedByServer();
 
  private:
-  explicit PgConn(PGconn* c) : conn_(c) {}
+  PgConn(PGconn* c, PgConnOptions options) : conn_(c), options_(options) {}
   Status ToStatus(PGresult* r, const std::string& what);
+  // Awaits the command just sent (or the send's failure, sent == false) as a result.
+  StatusOr<PgResult> Finish(bool sent, const std::string& what);
 
   PGconn* conn_;
+  const PgConnOptions options_;
+  bool broken_ = false;
   std::set<std::string> prepared_;
   int statements_sent_ = 0;
 };
 
 class PgPool {
  public:
-  PgPool(std::string conninfo, int max_size);
+  PgPool(std::string conninfo, int max_size, PgConnOptions options = DefaultPoolOptions());
   ~PgPool();
 
   class Lease {
@@ -86,15 +116,18 @@ class PgPool {
     std::unique_ptr<PgConn> conn_;
   };
 
-  // An idle connection, a new one, or Unavailable after waiting `wait` for one.
+  // An idle connection (checked: not ended by the server), a new one, or Unavailable after
+  // waiting `wait` for one.
   StatusOr<Lease> Acquire(std::chrono::milliseconds wait = std::chrono::seconds(5));
   const std::string& conninfo() const { return conninfo_; }
+  const PgConnOptions& options() const { return options_; }
 
  private:
   void Release(std::unique_ptr<PgConn> c);
 
   const std::string conninfo_;
   const int max_size_;
+  const PgConnOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<PgConn>> idle_;  // guarded by mu_
@@ -102,8 +135,9 @@ class PgPool {
 };
 
 // Runs `fn(conn)` inside BEGIN ... COMMIT on a pooled connection; rolls back on error.
-// If the first statement fails because a pooled connection had died (the server
-// restarted), retries once on a fresh connection: nothing was sent, so nothing can repeat.
+// If BEGIN fails because a pooled connection had died (the server restarted or ended the
+// session), retries on another connection, up to three times: nothing was applied, so
+// nothing can repeat.
 template <typename T, typename Fn>
 StatusOr<T> InTransaction(PgPool& pool, Fn&& fn);
 

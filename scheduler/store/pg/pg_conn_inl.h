@@ -12,7 +12,7 @@ StatusOr<T> InTransaction(PgPool& pool, Fn&& fn) {
     c.ResetCount();
     auto begin = c.ExecScript("BEGIN");
     if (!begin.ok()) {
-      if (attempt == 0 && !c.healthy()) continue;
+      if (attempt < 3 && !c.healthy()) continue;
       return begin.status();
     }
     StatusOr<T> result = fn(c);

@@ -41,7 +41,8 @@ const char* ToString(ConfigChange::Kind k) {
   return "unknown";
 }
 
-PgStore::PgStore(std::string conninfo, int pool_size) : pool_(std::move(conninfo), pool_size) {}
+PgStore::PgStore(std::string conninfo, int pool_size, PgConnOptions options)
+    : pool_(std::move(conninfo), pool_size, options) {}
 
 Status PgStore::Ping() {
   auto r = InTransaction<int>(pool_, [](PgConn& c) -> StatusOr<int> {
@@ -158,7 +159,7 @@ StatusOr<bool> PgStore::TryLeadership() {
     leader_conn_.reset();
   }
   if (!leader_conn_ || !leader_conn_->healthy()) {
-    auto c = PgConn::Connect(pool_.conninfo());
+    auto c = PgConn::Connect(pool_.conninfo(), pool_.options());
     if (!c.ok()) return c.status();
     leader_conn_ = std::move(c).value();
   }

@@ -17,7 +17,8 @@ namespace frugal::store {
 class PgStore final : public JobStore, public WorkerStore, public CostStore {
  public:
   // `conninfo` is a libpq connection string or URL; the schema must be migrated already.
-  PgStore(std::string conninfo, int pool_size);
+  // `options`: the statement and lock timeouts of every connection it opens.
+  PgStore(std::string conninfo, int pool_size, PgConnOptions options = DefaultPoolOptions());
 
   Status Ping() override;
   StatusOr<Principal> Authenticate(const std::string& token_sha256) override;

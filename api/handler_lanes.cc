@@ -1,0 +1,29 @@
+#include "api/handler_lanes.h"
+
+namespace frugal::api {
+
+Status Lane::Enter(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!free_.wait_for(lock, wait, [&] { return busy_ < slots_; })) {
+    return Unavailable("server busy: no free " + name_ + " handler within " +
+                       std::to_string(wait.count()) + " ms; retry shortly");
+  }
+  ++busy_;
+  return Status::Ok();
+}
+
+void Lane::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --busy_;
+  free_.notify_one();
+}
+
+Lane* HandlerLanes::For(const std::string& pattern) {
+  // Liveness must answer even when every handler is busy: it touches nothing shared.
+  // Readiness bounds its own wait (ReadyCheck), so it needs no lane either.
+  if (pattern == "/healthz" || pattern == "/readyz") return nullptr;
+  if (pattern.rfind("/v1/workers/", 0) == 0) return &workers;
+  return &users;
+}
+
+}  // namespace frugal::api

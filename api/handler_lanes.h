@@ -1,0 +1,52 @@
+// Admission to request handlers by lane (decision 0018): user requests and the worker
+// protocol each have a bounded number of handlers running at once, so a burst of user
+// traffic cannot take every database connection and starve heartbeats (which would cost
+// every worker its lease). /healthz takes no lane at all. Internal to api/.
+//
+// Threading: thread-safe; one Lane per kind, shared by all connection threads.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+
+namespace frugal::api {
+
+class Lane {
+ public:
+  Lane(std::string name, int slots) : name_(std::move(name)), slots_(slots) {}
+
+  // Takes a slot, waiting at most `wait`; Unavailable (-> 503 + Retry-After) if none came
+  // free. Every Ok must be paired with one Leave().
+  Status Enter(std::chrono::milliseconds wait);
+  void Leave();
+
+  const std::string& name() const { return name_; }
+
+ private:
+  const std::string name_;
+  const int slots_;
+  std::mutex mu_;
+  std::condition_variable free_;
+  int busy_ = 0;  // guarded by mu_
+};
+
+struct HandlerLanes {
+  // `user_slots` should stay below the database pool size, so that workers and the engine
+  // always find a connection however busy users are.
+  HandlerLanes(int user_slots, int worker_slots)
+      : users("users", user_slots), workers("workers", worker_slots) {}
+
+  // The lane for a route pattern: workers for /v1/workers/*, none (nullptr) for /healthz and
+  // /readyz,
+  // users for everything else.
+  Lane* For(const std::string& pattern);
+
+  Lane users;
+  Lane workers;
+};
+
+}  // namespace frugal::api

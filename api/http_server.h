@@ -1,0 +1,71 @@
+// The HTTP transport under the API (decision 0018): cpp-httplib's request parser, router and
+// response writer, with its connection handling replaced so that slow or idle clients
+// cannot stop the server. Internal to api/ (includes httplib).
+//
+// What it changes from a plain httplib::Server:
+// - one thread per connection, up to `max_connections` (and `max_per_client` per peer
+//   address), instead of httplib's fixed pool that 8 idle sockets fill; a connection over
+//   either cap is answered 503 and closed at once, without a thread;
+// - a total deadline for the request line and headers, and another for the body, instead
+//   of a per-read timeout that a client sending a byte at a time never trips;
+// - TCP_NODELAY on every connection; SO_REUSEADDR but never SO_REUSEPORT, so a second
+//   process cannot bind the same port and share its traffic.
+//
+// Threading: Bind/Listen/Stop as httplib::Server. Handlers run on connection threads, so
+// anything they share must be thread-safe; admission to handlers is HandlerLanes' job.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+
+namespace frugal::api {
+
+struct EdgeLimits {
+  // From accept (or from the first byte of a later request on a kept connection) until the
+  // blank line that ends the headers. Slow clients are cut off after this, whatever their
+  // pace. A few seconds: a real client sends its headers in one packet.
+  std::chrono::milliseconds header_deadline{5000};
+  // From the end of the headers until the last byte of the body (bodies are <= 1 MiB).
+  std::chrono::milliseconds body_deadline{10000};
+  // How long a kept-alive connection may sit idle between requests.
+  std::chrono::milliseconds keep_alive_idle{5000};
+  // Per send: a client that stops reading its response.
+  std::chrono::milliseconds write_timeout{10000};
+  size_t keep_alive_max_requests = 100;
+  int max_connections = 512;
+  int max_per_client = 128;  // per peer IP address; a NAT can hold many honest clients
+};
+
+class HttpServer : public httplib::Server {
+ public:
+  explicit HttpServer(EdgeLimits limits = {});
+  ~HttpServer() override;
+
+  // Binds host:port (0 picks a free port) and returns the bound port. Unavailable naming
+  // the address and the reason ("address already in use") when it cannot.
+  StatusOr<int> Bind(const std::string& host, int port);
+
+  // Connections open now (for tests and logs).
+  int open_connections() const { return open_.load(); }
+
+ private:
+  // Called by httplib's accept loop for each accepted socket, on the thread the task queue
+  // gives it; owns and closes `sock`.
+  bool process_and_close_socket(socket_t sock) override;
+  bool AdmitClient(const std::string& ip);
+  void ReleaseClient(const std::string& ip);
+
+  const EdgeLimits limits_;
+  std::atomic<int> open_{0};
+  std::mutex mu_;
+  std::map<std::string, int> per_client_;  // guarded by mu_
+};
+
+}  // namespace frugal::api

@@ -1,0 +1,195 @@
+// The HTTP edge under hostile clients (issue 15): slow and half-sent connections must not
+// stop /healthz or the worker protocol, and a second scheduler on a busy port must refuse
+// to start. Real scheduler processes over real sockets.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/testing/pool_fixture.h"
+#include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::testing {
+namespace {
+
+using json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+int PortOf(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
+
+// A raw TCP connection to 127.0.0.1:port; -1 when it cannot connect.
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool Send(int fd, const std::string& text) {
+  return send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+}
+
+// True when the server has closed (or reset) the connection: a read returns 0 or fails.
+// The attackers never get a full request in, so any byte read is a 4xx before closing.
+bool ClosedByServer(int fd) {
+  char buf[512];
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  return true;
+}
+
+enum class Kind { kSlowHeader, kIdle, kPartialBody };
+
+struct Attacker {
+  Kind kind;
+  int fd = -1;
+  bool cut = false;  // the server closed it
+};
+
+TEST(SlowClientE2eTest, SlowAndHalfSentConnectionsDoNotStopHealthOrHeartbeats) {
+  SchedulerProcess sched;
+  const int port = PortOf(sched.url());
+  const std::string worker = sched.NewToken("infra", "node-s", "worker");
+  ASSERT_TRUE(CreatePool(sched, PoolBody("slow-pool", "on_demand", "1.00", 1)));
+  auto r = sched.Call("POST", "/v1/workers/register", worker,
+                      R"({"node":"node-s","pool":"slow-pool","gpus":1,"gpu_type":"a100","gpu_mem_gb":80})");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const std::string heartbeat =
+      json{{"node", "node-s"}, {"lease_epoch", r.body["lease_epoch"]}, {"running", json::array()}}
+          .dump();
+
+  // (a) 64 attackers, a third of each kind, all connected before the probes start.
+  std::vector<Attacker> attackers;
+  for (int i = 0; i < 64; ++i) {
+    Attacker a{static_cast<Kind>(i % 3)};
+    a.fd = Connect(port);
+    ASSERT_GE(a.fd, 0) << "attacker " << i << " could not connect";
+    if (a.kind == Kind::kSlowHeader) Send(a.fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    if (a.kind == Kind::kPartialBody) {
+      Send(a.fd, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: 1000\r\n\r\n{\"name\":");
+    }
+    attackers.push_back(a);
+  }
+
+  // (b) For 15 s the slow-header attackers trickle one byte every 2 s while two probe
+  // threads call /healthz and heartbeat back to back. Each probe allows 10 s.
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::atomic<long> max_health_ms{0}, max_heartbeat_ms{0};
+  std::atomic<int> health_calls{0}, heartbeat_calls{0};
+  auto probe = [&](const std::string& method, const std::string& path, const std::string& token,
+                   const std::string& body, std::atomic<long>& max_ms, std::atomic<int>& calls) {
+    while (!stop) {
+      const auto start = SteadyClock::now();
+      auto res = sched.Call(method, path, token, body);
+      const long ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          SteadyClock::now() - start).count();
+      if (res.status != 200) {
+        ++failures;
+        std::fprintf(stderr, "%s answered %d after %ld ms: %s\n", path.c_str(), res.status, ms,
+                     res.raw.c_str());
+      }
+      long seen = max_ms;
+      while (ms > seen && !max_ms.compare_exchange_weak(seen, ms)) {}
+      ++calls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  };
+  std::thread health(probe, "GET", "/healthz", "", "", std::ref(max_health_ms),
+                     std::ref(health_calls));
+  std::thread beat(probe, "POST", "/v1/workers/heartbeat", worker, heartbeat,
+                   std::ref(max_heartbeat_ms), std::ref(heartbeat_calls));
+
+  // Open attackers by kind ({slow header, idle, partial body}) at 3 s and at 8 s: all
+  // before the 5 s header deadline, only the partial bodies between it and the 10 s body one.
+  auto held = [&] {
+    std::array<int, 3> n{};
+    for (const auto& a : attackers) n[static_cast<int>(a.kind)] += a.cut ? 0 : 1;
+    return n;
+  };
+  std::array<int, 3> held_3s{}, held_8s{};
+  const auto attack_start = SteadyClock::now();
+  for (int tick = 0; tick < 15; ++tick) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (auto& a : attackers) {
+      if (a.cut) continue;
+      if (a.kind == Kind::kSlowHeader && tick % 2 == 0 && !Send(a.fd, "a")) a.cut = true;
+      if (!a.cut && ClosedByServer(a.fd)) a.cut = true;
+    }
+    if (tick == 2) held_3s = held();
+    if (tick == 7) held_8s = held();
+  }
+  stop = true;
+  health.join();
+  beat.join();
+  const double attack_s =
+      std::chrono::duration<double>(SteadyClock::now() - attack_start).count();
+
+  int cut_slow = 0, slow = 0;
+  for (auto& a : attackers) {
+    if (a.kind == Kind::kSlowHeader) {
+      ++slow;
+      cut_slow += a.cut ? 1 : 0;
+    }
+    close(a.fd);
+  }
+  std::printf("slow-client attack: %zu connections opened; held open at 3 s: %d slow-header, "
+              "%d idle, %d partial-body; at 8 s: %d, %d, %d; %d of %d header tricklers cut off "
+              "by %.1f s; /healthz %d calls max %ld ms, heartbeat %d calls max %ld ms\n",
+              attackers.size(), held_3s[0], held_3s[1], held_3s[2], held_8s[0], held_8s[1],
+              held_8s[2], cut_slow, slow, attack_s, health_calls.load(), max_health_ms.load(),
+              heartbeat_calls.load(), max_heartbeat_ms.load());
+
+  // (c) Every probe answered 200 within its 10 s, at least a few times each; and the header
+  // deadline (a total, not per read) cut off every client trickling a byte every 2 s.
+  EXPECT_EQ(failures, 0);
+  EXPECT_GE(health_calls, 5);
+  EXPECT_GE(heartbeat_calls, 5);
+  EXPECT_LT(max_health_ms, 5000);
+  EXPECT_LT(max_heartbeat_ms, 5000);
+  EXPECT_EQ(cut_slow, slow) << "a client trickling its header must be cut off";
+}
+
+TEST(SlowClientE2eTest, SecondSchedulerOnABusyPortExitsWithAClearError) {
+  // Both on one database, so the second reaches its bind within seconds (no initdb).
+  SchedulerProcess::Options options;
+  options.database_url = TestPostgres::Get().NewDatabase();
+  SchedulerProcess first(options);
+  const std::string address = "127.0.0.1:" + std::to_string(PortOf(first.url()));
+  TempDir dir("frugal-busy-port");
+  ChildProcess second({FRUGAL_SCHEDULER_BIN, "--listen", address, "--state-dir",
+                       dir.path() + "/state", "--database-url", options.database_url},
+                      {{"FRUGAL_HOME", ""}, {"FRUGAL_DATABASE_URL", ""}}, dir.path() + "/second");
+  auto code = second.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << "the second scheduler kept running on a busy port:\n"
+                                << second.Stdout() << second.Stderr();
+  EXPECT_NE(*code, 0);
+  const std::string out = second.Stdout() + second.Stderr();
+  EXPECT_NE(out.find(address), std::string::npos) << out;
+  EXPECT_NE(out.find("in use"), std::string::npos) << out;
+  // The first still answers.
+  EXPECT_EQ(first.Call("GET", "/healthz", "").status, 200);
+}
+
+}  // namespace
+}  // namespace frugal::testing
