@@ -22,6 +22,11 @@ const std::vector<std::string> kFastLeases = {"--lease-ttl", "3s", "--heartbeat-
 
 bool Exited(ChildProcess& p) { return p.Wait(std::chrono::milliseconds(0)).has_value(); }
 
+// The last `n` characters of `text`: where a dying process says why.
+std::string Tail(const std::string& text, std::size_t n) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
 }  // namespace
 
 ChaosCluster::ChaosCluster(const std::string& dir, int workers)
@@ -74,12 +79,22 @@ void ChaosCluster::KillScheduler() { sched_->Kill(); }
 
 void ChaosCluster::KillWorker(int i) { workers_.at(i)->Crash(); }
 
-void ChaosCluster::KillPostgres() {
-  // The first line of postmaster.pid is the postmaster's pid; its backends notice its death
-  // and exit on their own, as after a real crash.
+pid_t ChaosCluster::PostmasterPid() const {
+  // The first line of postmaster.pid; the file outlives a killed postmaster.
   std::ifstream pid_file(pg_->data_dir() + "/postmaster.pid");
   pid_t pid = 0;
-  if (pid_file >> pid && pid > 1) kill(pid, SIGKILL);
+  return pid_file >> pid && pid > 1 ? pid : 0;
+}
+
+bool ChaosCluster::PostgresAlive() const {
+  // kill(0) instead of pg_ctl status: this runs several times a second.
+  const pid_t pid = PostmasterPid();
+  return pid > 0 && kill(pid, 0) == 0;
+}
+
+void ChaosCluster::KillPostgres() {
+  // The backends notice their postmaster's death and exit on their own, as after a crash.
+  if (const pid_t pid = PostmasterPid()) kill(pid, SIGKILL);
 }
 
 bool ChaosCluster::RestartScheduler() {
@@ -107,11 +122,11 @@ bool ChaosCluster::RestartPostgres() {
 
 std::vector<std::string> ChaosCluster::ReviveExited() {
   std::vector<std::string> revived;
-  if (!pg_->IsRunning()) {
+  if (!PostgresAlive()) {
     revived.push_back(RestartPostgres() ? "postgres restarted" : "postgres did not restart");
   }
   if (Exited(sched_->process())) {
-    revived.push_back("scheduler exited on its own: " + sched_->process().Stderr().substr(0, 400));
+    revived.push_back("scheduler exited on its own: " + Tail(sched_->process().Stderr(), 400));
     if (!RestartScheduler()) revived.push_back("scheduler did not restart");
   }
   for (int i = 0; i < worker_count(); ++i) {

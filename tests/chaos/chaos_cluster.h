@@ -9,6 +9,8 @@
 // Threading: one thread (the test's). Every method may block for seconds.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ class ChaosCluster {
  private:
   std::unique_ptr<SchedulerProcess> StartScheduler(bool bootstrap);
   std::unique_ptr<WorkerProcess> StartWorker(int i);
+  pid_t PostmasterPid() const;  // 0 when there is no pid file
+  bool PostgresAlive() const;
 
   std::string dir_;
   std::string listen_;

@@ -3,6 +3,7 @@
 // as the same JSON, or an admin who saves and re-applies it changes their cluster.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "cli/yaml_json.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -20,7 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const nlohmann::json::type_error&) {
     return 0;
   }
-  auto again = cli::YamlToJson(cli::JsonToYaml(*doc));
+  const std::string printed = cli::JsonToYaml(*doc);
+  auto again = cli::YamlToJson(printed);
+  if (!again.ok() || *again != *doc) {
+    std::fprintf(stderr, "JSON:\n%s\nprinted:\n%s\nread back: %s\n", doc->dump().c_str(),
+                 printed.c_str(),
+                 again.ok() ? again->dump().c_str() : again.status().ToString().c_str());
+  }
   fuzz::Require(again.ok(), "printed YAML reads back");
   fuzz::Require(*again == *doc, "printed YAML reads back as the same JSON");
   return 0;
