@@ -59,6 +59,10 @@ bool Expect(const std::string& s, size_t& pos, char c) {
 
 }  // namespace
 
+// Years a Timestamp can hold, with margin (int64 nanoseconds: 1677-09-21 to 2262-04-11).
+constexpr int kMinYear = 1700;
+constexpr int kMaxYear = 2261;
+
 StatusOr<Timestamp> ParseRfc3339(const std::string& s) {
   const Status bad = InvalidArgument("'" + s.substr(0, 64) +
                                      "' is not an RFC 3339 time like 2026-11-22T18:00:00Z");
