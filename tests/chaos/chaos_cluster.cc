@@ -79,6 +79,11 @@ void ChaosCluster::KillScheduler() { sched_->Kill(); }
 
 void ChaosCluster::KillWorker(int i) { workers_.at(i)->Crash(); }
 
+void ChaosCluster::KillWorkerAgentOnly(int i) {
+  workers_.at(i)->process().Signal(SIGKILL);
+  workers_.at(i)->process().Wait(std::chrono::seconds(10));
+}
+
 pid_t ChaosCluster::PostmasterPid() const {
   // The first line of postmaster.pid; the file outlives a killed postmaster.
   std::ifstream pid_file(pg_->data_dir() + "/postmaster.pid");

@@ -39,6 +39,9 @@ class ChaosCluster {
   // a worker is killed with every job it started (a node that vanished).
   void KillScheduler();
   void KillWorker(int i);
+  // SIGKILL of the frugal-worker process alone: its jobs live on, orphaned, as on a host
+  // where nothing (systemd's control group, a container) takes them down with it.
+  void KillWorkerAgentOnly(int i);
   void KillPostgres();
   // True when it runs again (retries for up to a minute: the scheduler exits when its
   // database is gone at start, PostgreSQL refuses to start while old backends linger).
