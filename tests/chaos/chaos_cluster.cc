@@ -99,7 +99,8 @@ bool ChaosCluster::PostgresAlive() const {
 
 void ChaosCluster::KillPostgres() {
   // The backends notice their postmaster's death and exit on their own, as after a crash.
-  if (const pid_t pid = PostmasterPid()) kill(pid, SIGKILL);
+  killed_postmaster_ = PostmasterPid();
+  if (killed_postmaster_) kill(killed_postmaster_, SIGKILL);
 }
 
 bool ChaosCluster::RestartScheduler() {
@@ -121,6 +122,12 @@ bool ChaosCluster::RestartWorker(int i) {
 }
 
 bool ChaosCluster::RestartPostgres() {
+  // Until the killed postmaster is reaped (by init, not by us) pg_ctl status still finds
+  // it and Start() would return at once without starting anything.
+  if (killed_postmaster_) {
+    WaitFor([&] { return kill(killed_postmaster_, 0) != 0; }, std::chrono::seconds(30));
+    killed_postmaster_ = 0;
+  }
   return WaitFor([&] { return pg_->Start().ok(); }, std::chrono::seconds(60),
                  std::chrono::milliseconds(500));
 }

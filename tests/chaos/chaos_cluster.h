@@ -65,6 +65,7 @@ class ChaosCluster {
   std::unique_ptr<SchedulerProcess> sched_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::string worker_token_, user_token_;
+  pid_t killed_postmaster_ = 0;  // until RestartPostgres has seen it gone
 };
 
 }  // namespace frugal::testing

@@ -109,7 +109,7 @@ class Chaos {
   }
 
   void Run(seconds duration) {
-    std::uniform_int_distribution<int> submit_gap_ms(500, 2500), kill_gap_ms(4000, 12000);
+    std::uniform_int_distribution<int> submit_gap_ms(1000, 3000), kill_gap_ms(4000, 12000);
     const auto end = Clock::now() + duration;
     auto next_submit = Clock::now();
     auto next_kill = Clock::now() + milliseconds(kill_gap_ms(rng_));

@@ -1,12 +1,31 @@
 // Fuzzes the cluster file of `frugal admin apply -f FILE` (cli/yaml_json.h): YAML to JSON,
 // and the way back that `frugal admin get -o yaml` prints. What it prints must read back
 // as the same JSON, or an admin who saves and re-applies it changes their cluster.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
 #include "cli/yaml_json.h"
 #include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+// YAML allows at most 1024 characters in an implicit `key:` and yaml-cpp's emitter does not
+// switch to `? key` beyond that, so such keys (counted as printed, where a control byte
+// becomes \x01) do not read back. The API's keys are field, pool and team names of at most
+// 128 characters: the round trip is checked for keys up to 200 bytes (800 printed at most).
+std::size_t LongestKey(const nlohmann::json& j) {
+  std::size_t longest = 0;
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) longest = std::max({longest, k.size(), LongestKey(v)});
+  } else if (j.is_array()) {
+    for (const auto& v : j) longest = std::max(longest, LongestKey(v));
+  }
+  return longest;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace frugal;
@@ -21,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const nlohmann::json::type_error&) {
     return 0;
   }
+  if (LongestKey(*doc) > 200) return 0;
   const std::string printed = cli::JsonToYaml(*doc);
   auto again = cli::YamlToJson(printed);
   if (!again.ok() || *again != *doc) {
