@@ -29,7 +29,8 @@ std::size_t LongestKey(const nlohmann::json& j) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace frugal;
-  auto doc = cli::YamlToJson(fuzz::AsText(data, size));
+  const std::string text = fuzz::AsText(data, size);
+  auto doc = cli::YamlToJson(text);
   if (!doc.ok()) {
     fuzz::Require(!doc.status().message().empty(), "a rejected file says why");
     return 0;
@@ -40,7 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const nlohmann::json::type_error&) {
     return 0;
   }
-  if (LongestKey(*doc) > 200) return 0;
+  // A NUL byte makes yaml-cpp read the file as UTF-16 or UTF-32, where a dangling odd byte
+  // decodes differently each time; `admin get` prints UTF-8, so the round trip starts there.
+  if (LongestKey(*doc) > 200 || text.find('\0') != std::string::npos) return 0;
   const std::string printed = cli::JsonToYaml(*doc);
   auto again = cli::YamlToJson(printed);
   if (!again.ok() || *again != *doc) {
