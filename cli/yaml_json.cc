@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <set>
 
 namespace frugal::cli {
@@ -80,7 +81,12 @@ void Emit(YAML::Emitter& out, const json& v) {
     const bool ambiguous = s.empty() || IsInteger(s) || IsNullWord(s) || IsTrueWord(s) ||
                            IsFalseWord(s) ||
                            s.find_first_not_of("0123456789.-+eE") == std::string::npos;
-    if (ambiguous) out << YAML::DoubleQuoted;
+    // yaml-cpp prints a string with a carriage return plain, and a trailing one is lost on
+    // reading (admin_yaml_fuzz): control characters go in double quotes, escaped.
+    const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 && c != '\n';
+    });
+    if (ambiguous || control) out << YAML::DoubleQuoted;
     out << s;
   } else if (v.is_null()) {
     out << YAML::Null;

@@ -43,6 +43,15 @@ TEST(YamlJsonTest, StringsSpelledLikeOtherTypesRoundTripAsStrings) {
   EXPECT_EQ(*back, doc) << JsonToYaml(doc);
 }
 
+// Found by tests/fuzz/admin_yaml_fuzz: a string ending in carriage returns was printed plain
+// and lost its last one on reading.
+TEST(YamlJsonTest, StringsWithControlCharactersRoundTrip) {
+  const nlohmann::json doc = {{"a", "x\r\r"}, {"b", "tab\there"}, {"c", "\x01"}};
+  auto back = YamlToJson(JsonToYaml(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, doc) << JsonToYaml(doc);
+}
+
 TEST(YamlJsonTest, RoundTripsThroughYamlOutput) {
   const nlohmann::json doc = {{"pools", {{{"name", "a"}, {"price", "1.29"}, {"max", 4}}}},
                               {"empty", nullptr}};
