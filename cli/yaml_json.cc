@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <set>
 
 namespace frugal::cli {
@@ -16,6 +17,12 @@ bool IsInteger(const std::string& s) {
   return s.find_first_not_of("0123456789", i) == std::string::npos;
 }
 
+// The plain scalars Convert reads as null or a boolean rather than as text. JsonToYaml
+// quotes strings spelled like these, so that what it prints reads back the same.
+bool IsNullWord(const std::string& s) { return s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+bool IsTrueWord(const std::string& s) { return s == "true" || s == "True"; }
+bool IsFalseWord(const std::string& s) { return s == "false" || s == "False"; }
+
 StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
@@ -24,9 +31,9 @@ StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
     case YAML::NodeType::Scalar: {
       const std::string& v = node.Scalar();
       if (node.Tag() != "?") return json(v);  // quoted (or explicitly tagged): a string
-      if (v == "~" || v == "null" || v == "Null" || v == "NULL") return json(nullptr);
-      if (v == "true" || v == "True") return json(true);
-      if (v == "false" || v == "False") return json(false);
+      if (IsNullWord(v)) return json(nullptr);
+      if (IsTrueWord(v)) return json(true);
+      if (IsFalseWord(v)) return json(false);
       if (IsInteger(v)) return json(std::stoll(v));
       return json(v);
     }
@@ -71,10 +78,15 @@ void Emit(YAML::Emitter& out, const json& v) {
   } else if (v.is_string()) {
     const std::string s = v.get<std::string>();
     // Quote what would read back as another type ("0.92", "true", "12").
-    const bool ambiguous = s.empty() || IsInteger(s) || s == "true" || s == "false" ||
-                           s == "null" || s == "~" ||
+    const bool ambiguous = s.empty() || IsInteger(s) || IsNullWord(s) || IsTrueWord(s) ||
+                           IsFalseWord(s) ||
                            s.find_first_not_of("0123456789.-+eE") == std::string::npos;
-    if (ambiguous) out << YAML::DoubleQuoted;
+    // yaml-cpp prints a string with a carriage return plain, and a trailing one is lost on
+    // reading (admin_yaml_fuzz): control characters go in double quotes, escaped.
+    const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 && c != '\n';
+    });
+    if (ambiguous || control) out << YAML::DoubleQuoted;
     out << s;
   } else if (v.is_null()) {
     out << YAML::Null;

@@ -59,6 +59,10 @@ bool Expect(const std::string& s, size_t& pos, char c) {
 
 }  // namespace
 
+// Years a Timestamp can hold, with margin (int64 nanoseconds: 1677-09-21 to 2262-04-11).
+constexpr int kMinYear = 1700;
+constexpr int kMaxYear = 2261;
+
 StatusOr<Timestamp> ParseRfc3339(const std::string& s) {
   const Status bad = InvalidArgument("'" + s.substr(0, 64) +
                                      "' is not an RFC 3339 time like 2026-11-22T18:00:00Z");
@@ -71,6 +75,12 @@ StatusOr<Timestamp> ParseRfc3339(const std::string& s) {
     return bad;
   }
   if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 60) return bad;
+  // Timestamp counts nanoseconds in an int64: years outside 1678-2262 overflow it (undefined
+  // behaviour, a wrapped time in practice). Found by tests/fuzz/job_submit_fuzz.
+  if (y < kMinYear || y > kMaxYear) {
+    return InvalidArgument("'" + s.substr(0, 64) + "' is outside the years " +
+                           std::to_string(kMinYear) + " to " + std::to_string(kMaxYear));
+  }
   static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
   if (d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return bad;  // no 2099-02-31

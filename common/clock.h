@@ -37,7 +37,8 @@ class FakeClock final : public Clock {
 };
 
 // "2026-11-22T18:16:10Z" (UTC, second or microsecond precision). Offsets like +01:00
-// are accepted by the parser and converted to UTC.
+// are accepted by the parser and converted to UTC. The parser refuses years outside
+// 1700..2261, which a Timestamp (int64 nanoseconds since 1970) cannot hold.
 std::string FormatRfc3339(Timestamp t);
 StatusOr<Timestamp> ParseRfc3339(const std::string& text);
 

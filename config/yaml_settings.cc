@@ -13,6 +13,9 @@ Status ReadYamlSettings(const std::string& path, const SettingSetter& set) {
   if (!root || root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return InvalidArgument(path + ": top level must be a mapping");
   for (const auto& kv : root) {
+    // A complex key ("? [a, b]") made as<std::string>() throw out of the loader (found by
+    // tests/fuzz/scheduler_config_fuzz).
+    if (!kv.first.IsScalar()) return InvalidArgument(path + ": keys must be plain text", "config");
     const std::string key = kv.first.as<std::string>();
     Status st = set(key, kv.second);
     if (!st.ok()) {

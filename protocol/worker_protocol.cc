@@ -86,6 +86,16 @@ json Encode(const Assignment& a) {
 
 StatusOr<Assignment> ParseAssignment(const json& j) {
   try {
+    // get<int> of a float out of int's range is undefined behaviour, not an exception
+    // (worker_assignment_fuzz: "attempt": 1.1e83): whole numbers only.
+    for (const char* key : {"attempt_id", "job_id", "attempt", "gpus", "resume_step",
+                            "max_runtime_seconds"}) {
+      const auto it = j.find(key);
+      if (it != j.end() && !it->is_null() && !it->is_number_integer()) {
+        return InvalidArgument(std::string("malformed assignment: ") + key +
+                               " must be a whole number");
+      }
+    }
     Assignment a;
     a.attempt_id = j.at("attempt_id").get<std::int64_t>();
     a.job_id = j.at("job_id").get<std::int64_t>();

@@ -68,7 +68,9 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
     v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
     v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
 
-    float* row = &rates_[j * options_];
+    // data() + offset, not &rates_[...]: with no options rates_ is empty and indexing it is
+    // undefined behaviour (UBSan in the unit tests, scripts/sanitize).
+    float* row = rates_.data() + j * options_;
     for (int o = 0; o < options_; ++o) {
       int e = OptionEntry(o);
       const PoolEntry& pe = cap.entry(e);

@@ -33,6 +33,25 @@ TEST(YamlJsonTest, BrokenYamlNamesTheLine) {
   EXPECT_NE(j.status().message().find("line"), std::string::npos) << j.status().message();
 }
 
+// Found by tests/fuzz/admin_yaml_fuzz: the string "True" was printed plain and read back as
+// the boolean true (likewise "False", "Null", "NULL").
+TEST(YamlJsonTest, StringsSpelledLikeOtherTypesRoundTripAsStrings) {
+  const nlohmann::json doc = {{"a", "True"}, {"b", "False"}, {"c", "Null"}, {"d", "NULL"},
+                              {"e", "null"}, {"f", "~"}, {"g", "true"}, {"h", "12"}};
+  auto back = YamlToJson(JsonToYaml(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, doc) << JsonToYaml(doc);
+}
+
+// Found by tests/fuzz/admin_yaml_fuzz: a string ending in carriage returns was printed plain
+// and lost its last one on reading.
+TEST(YamlJsonTest, StringsWithControlCharactersRoundTrip) {
+  const nlohmann::json doc = {{"a", "x\r\r"}, {"b", "tab\there"}, {"c", "\x01"}};
+  auto back = YamlToJson(JsonToYaml(doc));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, doc) << JsonToYaml(doc);
+}
+
 TEST(YamlJsonTest, RoundTripsThroughYamlOutput) {
   const nlohmann::json doc = {{"pools", {{{"name", "a"}, {"price", "1.29"}, {"max", 4}}}},
                               {"empty", nullptr}};

@@ -57,6 +57,19 @@ TEST(ClockTest, FakeClockMovesOnlyWhenTold) {
 namespace frugal {
 namespace {
 
+// Found by tests/fuzz/job_submit_fuzz: a deadline in year 1041 overflowed the nanosecond
+// count (UBSan: signed integer overflow) instead of being refused.
+TEST(ClockTest, Rfc3339RefusesYearsATimestampCannotHold) {
+  for (const char* far : {"1041-02-01T12:00:00Z", "1677-01-01T00:00:00Z", "2262-04-12T00:00:00Z",
+                          "9999-12-31T23:59:59Z"}) {
+    auto t = ParseRfc3339(far);
+    ASSERT_FALSE(t.ok()) << far;
+    EXPECT_NE(t.status().message().find("outside the years"), std::string::npos);
+  }
+  EXPECT_TRUE(ParseRfc3339("1700-01-01T00:00:00Z").ok());
+  EXPECT_TRUE(ParseRfc3339("2261-12-31T23:59:59Z").ok());
+}
+
 TEST(ClockTest, Rfc3339RefusesDaysAndOffsetsThatDoNotExist) {
   EXPECT_FALSE(ParseRfc3339("2099-02-31T00:00:00Z").ok());
   EXPECT_FALSE(ParseRfc3339("2026-04-31T00:00:00Z").ok());

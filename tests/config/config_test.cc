@@ -82,6 +82,19 @@ TEST(ConfigTest, SettingsFileMistakesNameTheFileAndKey) {
   EXPECT_EQ(w->pool, "a100-spot");
 }
 
+// Found by tests/fuzz/scheduler_config_fuzz: a key that is not text threw out of the loader
+// (std::terminate in frugal-scheduler) instead of returning an error.
+TEST(ConfigTest, KeyThatIsNotTextIsAnError) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/c.yaml";
+  std::ofstream(path) << "listen: 127.0.0.1:1\n? [a, b]\n: 1\n";
+  auto c = LoadSchedulerConfig(path, NoEnv());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("keys must be plain text"), std::string::npos)
+      << c.status().message();
+}
+
 TEST(ConfigTest, BadValuesAreRejected) {
   SchedulerConfig c;
   EXPECT_FALSE(SetKey(c, "listen", "nohostport").ok());
