@@ -68,11 +68,12 @@ struct Attacker {
 TEST(SlowClientE2eTest, SlowAndHalfSentConnectionsDoNotStopHealthOrHeartbeats) {
   SchedulerProcess sched;
   const int port = PortOf(sched.url());
-  const std::string worker = sched.NewToken("infra", "node-s", "worker");
+  const std::string join = sched.NewToken("infra", "node-s", "worker");
   ASSERT_TRUE(CreatePool(sched, PoolBody("slow-pool", "on_demand", "1.00", 1)));
-  auto r = sched.Call("POST", "/v1/workers/register", worker,
+  auto r = sched.Call("POST", "/v1/workers/register", join,
                       R"({"node":"node-s","pool":"slow-pool","gpus":1,"gpu_type":"a100","gpu_mem_gb":80})");
   ASSERT_EQ(r.status, 200) << r.raw;
+  const std::string worker = r.body["node_credential"].get<std::string>();  // the node's own
   const std::string heartbeat =
       json{{"node", "node-s"}, {"lease_epoch", r.body["lease_epoch"]}, {"running", json::array()}}
           .dump();
