@@ -337,7 +337,7 @@ void Agent::HandleStop(std::int64_t attempt_id, protocol::StopReason reason) {
   if (seen_.count(attempt_id)) return;
   Assignment order;
   order.attempt_id = attempt_id;
-  order.fence = pending_fences_[attempt_id];
+  if (auto f = pending_fences_.find(attempt_id); f != pending_fences_.end()) order.fence = f->second;
   if (!protocol::IsFence(order.fence)) {
     spdlog::warn(R"("event":"stop_without_fence","attempt_id":{})", attempt_id);
     return;
