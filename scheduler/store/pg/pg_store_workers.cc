@@ -316,6 +316,9 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
     RETURN_IF_ERROR(c.Exec("finish_attempt",
                            "UPDATE attempts SET ended_at = coalesce(ended_at,"
                            " greatest(now(), started_at)), end_reason = $2, exit_code = $3,"
+                           // A late result for an attempt settled unbilled (no worker had
+                           // acknowledged it) proves it ran: bill it now, below.
+                           " billed = billed AND acked_at IS NOT NULL,"
                            " acked_at = coalesce(acked_at, now()) WHERE id = $1",
                            {std::to_string(attempt), ToString(outcome),
                             exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
