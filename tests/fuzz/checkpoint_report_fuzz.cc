@@ -17,6 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::Require(report->step >= 0 && !report->uri.empty() && report->size_bytes >= 0 &&
                     report->progress >= 0 && report->progress <= 1,
                 "an accepted report passes the checks its writer makes");
-  (void)worker::ToJson(*report).dump();
+  (void)protocol::ToJson(*report).dump();
   return 0;
 }

@@ -1,5 +1,5 @@
 // Fuzzes the worker's decoding of an assignment from a heartbeat reply
-// (worker/agent.h ParseAssignment): the scheduler is trusted, but a proxy, a version skew
+// (protocol/worker_protocol.h ParseAssignment): the scheduler is trusted, but a proxy, a version skew
 // or a bug there must give the worker an error, not a crash.
 #include <cstddef>
 #include <cstdint>
@@ -7,14 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/agent.h"
+#include "protocol/worker_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace frugal;
   // Parse without exceptions, as the client does: bad JSON never reaches the decoder.
   auto j = nlohmann::json::parse(fuzz::AsText(data, size), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
-  auto a = worker::ParseAssignment(j);
+  auto a = protocol::ParseAssignment(j);
   if (a.ok()) {
     fuzz::Require(a->attempt_id >= 1 && a->gpus >= 0 && !a->command.empty(),
                   "an accepted assignment has an attempt id, gpus >= 0 and a command");
