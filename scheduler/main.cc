@@ -29,7 +29,24 @@ int Fail(const frugal::Status& st) {
   return 1;
 }
 
+// Bootstrap only ever opens a database that exists: run with the wrong state directory (a
+// different working directory, FRUGAL_HOME unset), it used to initdb a second, empty
+// embedded database and hand out a token no running scheduler knows.
 int Bootstrap(const frugal::config::SchedulerConfig& cfg) {
+  namespace fs = std::filesystem;
+  if (cfg.database_url.empty()) {
+    const fs::path pg = fs::absolute(cfg.state_dir) / "pg";
+    std::error_code ec;
+    if (!fs::exists(pg / "data" / "PG_VERSION", ec)) {
+      std::fprintf(stderr,
+                   "frugal-scheduler: no scheduler data in %s (the embedded database of state "
+                   "directory %s, from --state-dir, FRUGAL_HOME or the default ./.frugal).\n"
+                   "Start frugal-scheduler with that state directory first, or point bootstrap "
+                   "at the scheduler's data with --state-dir DIR or --database-url URL.\n",
+                   pg.c_str(), fs::absolute(cfg.state_dir).c_str());
+      return 1;
+    }
+  }
   auto db = frugal::OpenDatabase(cfg);
   if (!db.ok()) return Fail(db.status());
   frugal::store::PgStore store(db->conninfo, 1);
@@ -156,9 +173,18 @@ int main(int argc, char** argv) {
   app.add_option("--lease-ttl", lease_ttl, "worker lease, e.g. 15s");
   app.add_option("--heartbeat-interval", heartbeat, "worker heartbeat interval, e.g. 2s");
   app.add_option("--cycle-interval", cycle, "scheduling cycle interval, e.g. 2s");
-  auto* bootstrap = app.add_subcommand("bootstrap", "create the first admin token and print it");
+  auto* bootstrap = app.add_subcommand(
+      "bootstrap", "create the first admin token of a running scheduler's database and print it");
+  bootstrap->fallthrough();  // `bootstrap --state-dir DIR` as well as `--state-dir DIR bootstrap`
   app.require_subcommand(0, 1);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    (void)app.exit(e);  // prints what is wrong
+    return 2;           // a usage error, as for every other command line tool
+  }
 
   auto cfg = frugal::config::LoadSchedulerConfig(config_path, frugal::config::ProcessEnv);
   if (!cfg.ok()) return Fail(cfg.status());

@@ -32,8 +32,13 @@ constexpr std::chrono::seconds kClientMargin{5};
 
 StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
                                                   PgConnOptions options) {
-  std::string info = conninfo + " connect_timeout=5 application_name=frugal";
-  PGconn* c = PQconnectdb(info.c_str());
+  // `conninfo` is either form libpq knows: "host=... dbname=..." or a URI
+  // ("postgresql://user@host:port/db?sslmode=..."). Text cannot be appended to a URI, so
+  // the defaults go in as parameters before it: expand_dbname=1 expands the string in
+  // place of `dbname`, and a value it sets itself (say connect_timeout) wins.
+  const char* const keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+  const char* const values[] = {"5", "frugal", conninfo.c_str(), nullptr};
+  PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);
     PQfinish(c);

@@ -5,6 +5,7 @@
 
 #include "common/crypto.h"
 #include "tests/testing/store_fixture.h"
+#include "tests/testing/test_postgres.h"
 
 namespace frugal::store {
 namespace {
@@ -196,6 +197,27 @@ TEST_F(PgStoreTest, SchemaRefusesBadRows) {
   EXPECT_FALSE(insert("-1", "pending").ok());
   EXPECT_FALSE(insert("1", "exploded").ok());  // valid states only
   EXPECT_TRUE(insert("1", "pending").ok());
+}
+
+// database_url may be a URI as well as key=value pairs (issue 17): options used to be
+// appended as "key=value" text, which turned a URI into an unparsable string.
+TEST(PgConnTest, ConnectsWithUriAndKeyValueForms) {
+  auto& pg = frugal::testing::TestPostgres::Get();
+  const std::string db = pg.NewDatabase();
+  const std::string name = db.substr(db.find("dbname=") + 7);
+  const std::string uri = "postgresql://frugal@/" + name + "?host=" + pg.cluster().socket_dir() +
+                          "&port=5432&connect_timeout=3";
+  for (const std::string& info : {db, uri}) {
+    auto conn = PgConn::Connect(info);
+    ASSERT_TRUE(conn.ok()) << info << ": " << conn.status().ToString();
+    auto r = (*conn)->ExecScript("SELECT current_database(), current_setting('application_name')");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->Text(0, 0), name) << info;
+    EXPECT_EQ(r->Text(0, 1), "frugal") << info;
+  }
+  EXPECT_FALSE(PgConn::Connect("postgresql://frugal@/no_such_db?host=" +
+                               pg.cluster().socket_dir() + "&port=5432")
+                   .ok());
 }
 
 }  // namespace
