@@ -297,8 +297,14 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     bool closed = false;
     const bool last = served + 1 == limits_.keep_alive_max_requests;
     // httplib calls this once the headers are in, before it reads the body.
-    ok = process_request(strm, last, closed, [&](httplib::Request&) {
+    ok = process_request(strm, last, closed, [&](httplib::Request& req) {
       strm.SetDeadline(SteadyClock::now() + limits_.body_deadline);
+      // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+      // 6.3). httplib would read a POST's body until the client closes, so `curl -X POST`
+      // on a route that needs none (cancel) waited out the body deadline, then got 400.
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        req.headers.emplace("Content-Length", "0");
+      }
     });
     if (!ok || closed || strm.expired()) break;
   }

@@ -117,7 +117,7 @@ void RegisterBudgetRoutes(Router& server, Context& ctx);  // routes_budgets.cc
 // Adds to a submit response what the job is expected to cost (the quote's recommended pool)
 // and, if the caller's team has a budget, what it has left. Best effort. The submit route
 // calls it before storing the job, so the job itself is never counted in what is left.
-void AddBudgetOutlook(Context& ctx, const store::Principal& who, const model::JobSpec& spec,
+void AddBudgetOutlook(Context& ctx, const store::Principal& who, const policy::Quote& quote,
                       json& out);
 // routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.
 void RegisterMetricsRoutes(Router& server, Context& ctx);
@@ -126,10 +126,12 @@ void RegisterMetricsRoutes(Router& server, Context& ctx);
 void RegisterDashboardRoutes(Router& server, Context& ctx);
 void RegisterWebRoutes(Router& server, Context& ctx);
 
-// routes_placement.cc: the quote as JSON, and the submit-time deadline check (422 naming
-// `deadline` with the earliest feasible finish when no safe pool can meet it).
+// routes_placement.cc: the quote as JSON, and the submit-time checks: 422 naming `gpus`
+// when no node of any pool the job may use can hold it (until gangs span nodes), and 422
+// naming `deadline` with the earliest feasible finish when no safe pool can meet it.
 json EncodeQuote(const policy::Quote& quote);
-Status CheckDeadline(Context& ctx, const model::JobSpec& spec);
+// Returns the quote it checked, for the submit reply's outlook.
+StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec);
 
 // routes_guardrails.cc: admin guardrail routes; the submit-time rules (the class's
 // max_runtime default and maximum, 422 above it; the approval hold) applied to `req`; and

@@ -16,13 +16,17 @@ json EncodePool(const model::Pool& p) {
   // What the store learned from the pool's node history.
   out["preemption_rate_per_node_hour"] = p.preemption_rate_per_node_hour;
   out["mean_outage_hours"] = p.mean_outage_hours;
+  // What it has now, beside what it may grow to (max_gpus) and what is paid (committed_gpus).
+  out["live_gpus"] = p.live_gpus;
+  out["largest_node_gpus"] = p.largest_node_gpus;
   return out;
 }
 
 StatusOr<model::Pool> DecodePool(const json& body) {
   RETURN_IF_ERROR(CheckFields(body, {"name", "capacity_kind", "gpu_type", "gpu_mem_gb", "speed",
                                      "price_per_gpu_hour", "max_gpus", "startup_delay_seconds",
-                                     "idle_timeout_seconds", "preemption_prior_per_node_hour"}));
+                                     "idle_timeout_seconds", "preemption_prior_per_node_hour",
+                                     "committed_gpus"}));
   model::Pool p;
   ASSIGN_OR_RETURN(p.name, RequiredString(body, "name"));
   RETURN_IF_ERROR(ValidateName(p.name, "name", false));
@@ -67,6 +71,15 @@ StatusOr<model::Pool> DecodePool(const json& body) {
                              "preemption_prior_per_node_hour");
     }
     p.preemption_prior_per_node_hour = v.get<double>();
+  }
+  if (body.contains("committed_gpus")) {
+    ASSIGN_OR_RETURN(p.committed_gpus, RequiredInt(body, "committed_gpus", 0, 1000000));
+    if (p.committed_gpus > 0 && p.kind != model::CapacityKind::kReserved) {
+      return InvalidArgument("committed_gpus: only reserved pools are paid for unused; an " +
+                                 std::string(model::ToString(p.kind)) +
+                                 " pool is paid for the GPUs its jobs use",
+                             "committed_gpus");
+    }
   }
   return p;
 }

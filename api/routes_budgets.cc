@@ -127,12 +127,12 @@ void RegisterBudgetRoutes(Router& s, Context& ctx) {
 
 namespace frugal::api {
 
-void AddBudgetOutlook(Context& ctx, const store::Principal& who, const model::JobSpec& spec,
+void AddBudgetOutlook(Context& ctx, const store::Principal& who, const policy::Quote& quote,
                       json& out) {
   // Best effort: a failed look-up only leaves fields out, it never fails the submit.
-  if (auto quote = ctx.advisor.Quote(spec, ctx.clock.Now()); quote.ok() && quote->recommended) {
-    for (const auto& p : quote->pools) {
-      if (p.pool_id != *quote->recommended) continue;
+  if (quote.recommended) {
+    for (const auto& p : quote.pools) {
+      if (p.pool_id != *quote.recommended) continue;
       out["expected_cost"] = Money(p.expected_cost);
       out["expected_pool"] = p.pool;
       // Reserved capacity is already paid for: it charges no budget.

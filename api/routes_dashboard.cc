@@ -42,13 +42,14 @@ StatusOr<Reply> Overview(Context& ctx, const store::Principal& who) {
   ASSIGN_OR_RETURN(auto m, ctx.store.LoadMetrics());
   json pools = json::array();
   for (const auto& p : m.pools) {
-    // busy <= allocated <= max normally; clamp so a draining node past max_gpus (the pool
-    // was shrunk) never shows negative free GPUs.
-    const auto idle = std::max<std::int64_t>(0, p.allocated_gpus - p.busy_gpus);
+    // busy <= paid normally; clamp so a committed figure below what runs (or a draining
+    // node past max_gpus, the pool was shrunk) never shows negative GPUs.
+    const auto idle = std::max<std::int64_t>(0, p.paid_gpus - p.busy_gpus);
     pools.push_back({{"pool", p.pool},
                      {"capacity_kind", p.capacity_kind},
                      {"max_gpus", p.max_gpus},
                      {"allocated_gpus", p.allocated_gpus},
+                     {"paid_gpus", p.paid_gpus},
                      {"busy_gpus", p.busy_gpus},
                      {"idle_paid_gpus", idle},
                      {"free_gpus", std::max<std::int64_t>(0, p.max_gpus - p.allocated_gpus)},

@@ -17,7 +17,8 @@ json EncodeSettings(const model::GuardrailSettings& s) {
   json classes = json::object();
   for (const auto& [cls, rt] : s.runtimes) {
     classes[cls] = {{"default_max_runtime_seconds", OptSeconds(rt.default_max_runtime)},
-                    {"max_max_runtime_seconds", OptSeconds(rt.max_max_runtime)}};
+                    {"max_max_runtime_seconds", OptSeconds(rt.max_max_runtime)},
+                    {"min_run_time_seconds", OptSeconds(rt.min_run_time)}};
   }
   return {{"priority_classes", classes},
           {"approval", {{"premium_gpu_types", s.premium_gpu_types},
@@ -28,15 +29,16 @@ json EncodeSettings(const model::GuardrailSettings& s) {
 
 // `field` of `obj` as seconds: null clears it, a missing field leaves `out` alone.
 Status MergeSeconds(const json& obj, const char* field, const std::string& path,
-                    std::optional<Seconds>& out) {
+                    std::optional<Seconds>& out, std::int64_t least = 1) {
   if (!obj.contains(field)) return Status::Ok();
   if (obj[field].is_null()) {
     out.reset();
     return Status::Ok();
   }
-  if (!obj[field].is_number_integer() || obj[field].get<std::int64_t>() < 1 ||
+  if (!obj[field].is_number_integer() || obj[field].get<std::int64_t>() < least ||
       obj[field].get<std::int64_t>() > 366LL * 86400) {
-    return InvalidArgument(path + "." + field + ": seconds between 1 and 31622400, or null",
+    return InvalidArgument(path + "." + field + ": seconds between " + std::to_string(least) +
+                               " and 31622400, or null",
                            path + "." + field);
   }
   out = Seconds(obj[field].get<std::int64_t>());
@@ -58,10 +60,13 @@ Status MergeClasses(const json& classes, model::GuardrailSettings& s) {
     }
     if (!it.value().is_object()) return InvalidArgument(path + ": must be an object or null", path);
     RETURN_IF_ERROR(
-        CheckFields(it.value(), {"default_max_runtime_seconds", "max_max_runtime_seconds"}));
+        CheckFields(it.value(), {"default_max_runtime_seconds", "max_max_runtime_seconds",
+                                 "min_run_time_seconds"}));
     model::ClassRuntime rt = s.runtimes[it.key()];
     RETURN_IF_ERROR(MergeSeconds(it.value(), "default_max_runtime_seconds", path, rt.default_max_runtime));
     RETURN_IF_ERROR(MergeSeconds(it.value(), "max_max_runtime_seconds", path, rt.max_max_runtime));
+    // 0: jobs of this class may be preempted by a higher class at once.
+    RETURN_IF_ERROR(MergeSeconds(it.value(), "min_run_time_seconds", path, rt.min_run_time, 0));
     if (rt.default_max_runtime && rt.max_max_runtime && *rt.default_max_runtime > *rt.max_max_runtime) {
       return InvalidArgument(path + ": the default must not exceed the maximum", path);
     }

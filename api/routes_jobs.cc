@@ -137,7 +137,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              j.erase("id");
              return Reply{200, {{"dry_run", true}, {"job", j}, {"quote", EncodeQuote(quote)}}};
            }
-           RETURN_IF_ERROR(CheckDeadline(ctx, sr.spec));
+           ASSIGN_OR_RETURN(const policy::Quote quote, CheckPlaceable(ctx, sr.spec));
            if (req.has_header("Idempotency-Key")) {
              std::string key = req.get_header_value("Idempotency-Key");
              if (key.empty() || key.size() > 255 || !IsStorableText(key)) {
@@ -151,7 +151,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            // The expected cost and the budget left as the submitter faces them: read before
            // the job is stored, so the engine cannot have placed (and charged) it yet.
            json outlook = json::object();
-           AddBudgetOutlook(ctx, *who, sr.spec, outlook);
+           AddBudgetOutlook(ctx, *who, quote, outlook);
            ASSIGN_OR_RETURN(auto result, ctx.store.Submit(*who, sr));
            if (result.created) {
              spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",

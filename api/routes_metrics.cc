@@ -62,12 +62,17 @@ void AddPoolFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
                             {"pool", "capacity_kind"});
   auto& busy = r.Gauge("frugal_pool_busy_gpus", "GPUs of a pool held by running attempts.",
                        {"pool", "capacity_kind"});
+  auto& paid = r.Gauge("frugal_pool_paid_gpus",
+                       "GPUs of a pool paid for now: a reserved pool's committed_gpus or its "
+                       "registered nodes' GPUs; other pools: their live and draining nodes'.",
+                       {"pool", "capacity_kind"});
   auto& nodes = r.Gauge("frugal_pool_nodes", "Nodes of a pool that hold capacity, by state.",
                         {"pool", "state"});
   for (const auto& p : m.pools) {
     max.Set({p.pool, p.capacity_kind}, static_cast<double>(p.max_gpus));
     allocated.Set({p.pool, p.capacity_kind}, static_cast<double>(p.allocated_gpus));
     busy.Set({p.pool, p.capacity_kind}, static_cast<double>(p.busy_gpus));
+    paid.Set({p.pool, p.capacity_kind}, static_cast<double>(p.paid_gpus));
     nodes.Set({p.pool, "live"}, static_cast<double>(p.live_nodes));
     nodes.Set({p.pool, "draining"}, static_cast<double>(p.draining_nodes));
   }

@@ -45,16 +45,18 @@ json EncodeQuote(const policy::Quote& q) {
           {"earliest_pool", name_of(q.earliest_pool)},
           {"earliest_finish", OptTime(q.earliest_finish)},
           {"deadline_feasible", q.deadline_feasible},
-          {"refusal", q.refusal.empty() ? json(nullptr) : json(q.refusal)}};
+          {"refusal", !q.unplaceable.empty() ? json(q.unplaceable)
+                      : q.refusal.empty()        ? json(nullptr)
+                                                 : json(q.refusal)}};
 }
 
-Status CheckDeadline(Context& ctx, const model::JobSpec& spec) {
-  // Only a deadline with an estimate can be checked; without pools nothing is known yet.
-  if (!spec.deadline || !spec.estimate) return Status::Ok();
+StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec) {
   ASSIGN_OR_RETURN(auto quote, ctx.advisor.Quote(spec, ctx.clock.Now()));
-  if (!quote.deadline_feasible && quote.earliest_finish)
+  if (!quote.unplaceable.empty()) return FailedPrecondition(quote.unplaceable, "gpus");
+  // Only a deadline with an estimate can be checked; without pools nothing is known yet.
+  if (spec.deadline && spec.estimate && !quote.deadline_feasible && quote.earliest_finish)
     return FailedPrecondition(quote.refusal, "deadline");
-  return Status::Ok();
+  return quote;
 }
 
 void RegisterPlacementRoutes(Router& s, Context& ctx) {

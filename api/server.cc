@@ -128,7 +128,8 @@ Status TransportError(const httplib::Request& req, int status) {
     return InvalidArgument("multipart/form-data bodies are not accepted" + use_json);
   }
   return InvalidArgument("malformed HTTP request (HTTP " + std::to_string(status) +
-                         "); a POST needs a Content-Length header, even if 0");
+                         "): check the request line, the headers and that the body is as long "
+                         "as Content-Length says");
 }
 
 }  // namespace

@@ -170,12 +170,22 @@ void Commands::AddAdminConfig(CLI::App& admin) {
       ->check(CLI::ExistingFile);
   apply->add_flag("--dry-run", admin_.dry_run, "Show the diff; change nothing");
   OnParsed(*apply, [this](Session& s) { return RunApply(s, admin_.file, admin_.dry_run); });
+  AlsoPrints(*apply, {"yaml"});
+
+  CLI::App* diff = admin.add_subcommand(
+      "diff", "Show what 'apply -f FILE' would change; change nothing (apply --dry-run)");
+  diff->add_option("-f,--file", admin_.file, "Cluster file (see config/cluster.example.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  OnParsed(*diff, [this](Session& s) { return RunApply(s, admin_.file, /*dry_run=*/true); });
+  AlsoPrints(*diff, {"yaml"});
 
   CLI::App* get = admin.add_subcommand("get", "Show pools, teams, quotas, tokens or the audit log");
   get->add_option("KIND", admin_.kind, "pools, teams, quotas, tokens or audit")
       ->required()
       ->check(CLI::IsMember({"pools", "teams", "quotas", "tokens", "audit"}));
   OnParsed(*get, [this](Session& s) { return RunGet(s, admin_); });
+  AlsoPrints(*get, {"yaml"});
 
   CLI::App* audit = admin.add_subcommand("audit", "Show the audit log of admin changes, newest first");
   audit->add_option("--since", admin_.since, "RFC 3339 time, or a duration ago (2h, -1d)");
@@ -186,6 +196,7 @@ void Commands::AddAdminConfig(CLI::App& admin) {
     admin_.kind = "audit";
     return RunGet(s, admin_);
   });
+  AlsoPrints(*audit, {"yaml"});
 
   CLI::App* token = admin.get_subcommand("token");
   CLI::App* list = token->add_subcommand("list", "List tokens (never their secrets)");
@@ -193,6 +204,7 @@ void Commands::AddAdminConfig(CLI::App& admin) {
     admin_.kind = "tokens";
     return RunGet(s, admin_);
   });
+  AlsoPrints(*list, {"yaml"});
   CLI::App* revoke = token->add_subcommand("revoke", "Revoke a token at once");
   revoke->add_option("ID", admin_.token_id, "Token id (frugal admin token list)")
       ->required()
@@ -207,6 +219,7 @@ void Commands::AddAdminConfig(CLI::App& admin) {
     });
     return Status::Ok();
   });
+  AlsoPrints(*revoke, {"yaml"});
 }
 
 }  // namespace frugal::cli

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <optional>
 #include <ostream>
 #include <utility>
 
@@ -174,27 +175,34 @@ std::vector<std::pair<std::string, std::string>> ListParams(const ListOptions& o
   return params;
 }
 
-Status RunList(Session& s, const ListOptions& o) {
+// Every page of GET /v1/jobs for `o` (o.all is ignored).
+StatusOr<json> FetchAllJobs(Session& s, const ListOptions& o) {
   json jobs = json::array();
   std::string cursor;
   while (true) {
     const std::string path = api::WithQuery("/v1/jobs", ListParams(o, cursor));
     ASSIGN_OR_RETURN(auto r, Checked(s.client.Get(path)));
     const std::string next = Text(r.body, "next_cursor");
-    if (!o.all) {
-      Print(s, r.body, [&] { return RenderJobList(Field(r.body, "jobs"), s.now); });
-      if (!next.empty() && s.output == OutputFormat::kTable) {
-        s.err << "frugal: note: more jobs exist; use --all or a larger --limit\n";
-      }
-      return Status::Ok();
-    }
     const json& page = Field(r.body, "jobs");
     if (page.is_array()) jobs.insert(jobs.end(), page.begin(), page.end());
-    if (next.empty()) break;
+    if (next.empty()) return jobs;
     // A cursor that does not move would loop forever; a broken server must not hang us.
     if (next == cursor) return Internal("scheduler returned the same next_cursor twice");
     cursor = next;
   }
+}
+
+Status RunList(Session& s, const ListOptions& o) {
+  if (!o.all) {
+    const std::string path = api::WithQuery("/v1/jobs", ListParams(o, ""));
+    ASSIGN_OR_RETURN(auto r, Checked(s.client.Get(path)));
+    Print(s, r.body, [&] { return RenderJobList(Field(r.body, "jobs"), s.now); });
+    if (!Text(r.body, "next_cursor").empty() && s.output == OutputFormat::kTable) {
+      s.err << "frugal: note: more jobs exist; use --all or a larger --limit\n";
+    }
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(json jobs, FetchAllJobs(s, o));
   const json all = {{"jobs", jobs}, {"next_cursor", nullptr}};
   Print(s, all, [&] { return RenderJobList(jobs, s.now); });
   return Status::Ok();
@@ -209,10 +217,49 @@ std::string CancelText(const json& job) {
   return "Job " + id + " is " + state + ".\n";
 }
 
-Status RunCancel(Session& s, std::int64_t id) {
-  ASSIGN_OR_RETURN(auto r, Checked(s.client.Post(JobPath(id) + "/cancel")));
-  Print(s, r.body, [&] { return CancelText(r.body); });
-  return Status::Ok();
+// One job: its reply as before. Several (ids, or every unfinished job with a label): each
+// is cancelled in turn and a failure does not stop the rest; the command fails if any did.
+Status RunCancel(Session& s, const CancelOptions& o) {
+  std::vector<std::int64_t> ids = o.ids;
+  if (!o.label.empty()) {
+    ListOptions list;
+    list.label = o.label;
+    list.limit = 500;
+    ASSIGN_OR_RETURN(json jobs, FetchAllJobs(s, list));
+    for (const json& job : jobs) {
+      auto state = model::ParseJobState(Text(job, "state"));
+      if (state.ok() && model::IsTerminal(*state)) continue;
+      if (Field(job, "cancel_requested") == true) continue;
+      if (Field(job, "id").is_number_integer()) ids.push_back(Field(job, "id").get<std::int64_t>());
+    }
+    if (ids.empty()) {
+      Print(s, json{{"jobs", json::array()}, {"errors", json::array()}},
+            [&] { return "No unfinished job has label " + o.label + ".\n"; });
+      return Status::Ok();
+    }
+  }
+  if (ids.size() == 1 && o.label.empty()) {
+    ASSIGN_OR_RETURN(auto r, Checked(s.client.Post(JobPath(ids[0]) + "/cancel")));
+    Print(s, r.body, [&] { return CancelText(r.body); });
+    return Status::Ok();
+  }
+  json done = json::array(), errors = json::array();
+  std::string text;
+  for (std::int64_t id : ids) {
+    auto r = Checked(s.client.Post(JobPath(id) + "/cancel"));
+    if (r.ok()) {
+      done.push_back(r->body);
+      text += CancelText(r->body);
+    } else {
+      errors.push_back({{"id", id}, {"error", r.status().message()}});
+      text += "Job " + std::to_string(id) + ": " + r.status().message() + "\n";
+    }
+  }
+  Print(s, json{{"jobs", done}, {"errors", errors}}, [&] { return text; });
+  if (errors.empty()) return Status::Ok();
+  return Status(StatusCode::kFailedPrecondition,
+                std::to_string(errors.size()) + " of " + std::to_string(ids.size()) +
+                    " cancels failed (see above)");
 }
 
 Status RunWhoami(Session& s) {
@@ -320,7 +367,33 @@ Commands::Commands(CLI::App& app) {
 }
 
 void Commands::OnParsed(CLI::App& sub, Action action) {
-  sub.callback([this, action = std::move(action)] { action_ = action; });
+  sub.callback([this, &sub, action = std::move(action)] {
+    action_ = action;
+    chosen_ = &sub;
+  });
+}
+
+void Commands::AlsoPrints(CLI::App& sub, std::vector<std::string> formats) {
+  extra_formats_[&sub] = std::move(formats);
+}
+
+std::optional<std::string> Commands::UnsupportedOutput() const {
+  if (global_.output == "table" || global_.output == "json" || chosen_ == nullptr) {
+    return std::nullopt;
+  }
+  auto it = extra_formats_.find(chosen_);
+  std::vector<std::string> formats = {"table", "json"};
+  if (it != extra_formats_.end()) formats.insert(formats.end(), it->second.begin(), it->second.end());
+  if (std::find(formats.begin(), formats.end(), global_.output) != formats.end()) {
+    return std::nullopt;
+  }
+  std::string name, allowed;
+  for (const CLI::App* a = chosen_; a != nullptr && a->get_parent() != nullptr; a = a->get_parent()) {
+    name = a->get_name() + (name.empty() ? "" : " " + name);
+  }
+  for (const auto& f : formats) allowed += (allowed.empty() ? "" : ", ") + f;
+  return "-o " + global_.output + " is not supported by 'frugal " + name + "' (it prints " +
+         allowed + ")";
 }
 
 void Commands::AddSubmit(CLI::App& app) {
@@ -409,9 +482,21 @@ void Commands::AddList(CLI::App& app) {
 }
 
 void Commands::AddCancel(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("cancel", "Cancel a job (a running one is stopped)");
-  sub->add_option("JOB", job_id_, "Job id")->required()->check(PositiveIntegerCheck(18, "ID"));
-  OnParsed(*sub, [this](Session& s) { return RunCancel(s, job_id_); });
+  CLI::App* sub = app.add_subcommand("cancel", "Cancel jobs (running ones are stopped)");
+  auto* ids = sub->add_option("JOB", cancel_.ids, "Job ids")->check(PositiveIntegerCheck(18, "ID"));
+  auto* label = sub->add_option("--label", cancel_.label,
+                                "Every unfinished job with this label k=v (e.g. a sweep)")
+                    ->check(KeyValueCheck());
+  ids->excludes(label);
+  sub->footer("Examples:\n  frugal cancel 41\n  frugal cancel 41 42 43\n"
+              "  frugal cancel --label exp=sweep");
+  // Runs inside parsing, so naming nothing is a usage error (exit 2) like any other.
+  sub->parse_complete_callback([this] {
+    if (cancel_.ids.empty() && cancel_.label.empty()) {
+      throw CLI::RequiredError("cancel: name the jobs: JOB... or --label k=v");
+    }
+  });
+  OnParsed(*sub, [this](Session& s) { return RunCancel(s, cancel_); });
 }
 
 void Commands::AddWhoami(CLI::App& app) {
@@ -453,6 +538,10 @@ int Commands::Run(std::ostream& out, std::ostream& err) {
     return status.ok() ? 0 : Fail(err, status);
   }
   if (!action_) return Fail(err, Internal("no command was chosen"));
+  if (auto unsupported = UnsupportedOutput()) {
+    err << "frugal: error: " << *unsupported << "\n";
+    return 2;  // a usage error, caught before anything is sent
+  }
   auto config = ResolveConfig(SourcesFromEnvironment(global_.url, global_.token));
   if (!config.ok()) return Fail(err, config.status());
   api::Client client(config->url, config->token);

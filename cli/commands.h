@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -73,6 +74,11 @@ struct ListOptions {
   bool all = false;
 };
 
+struct CancelOptions {
+  std::vector<std::int64_t> ids;
+  std::string label;  // "k=v": every unfinished job with it
+};
+
 struct CheckpointOptions {
   std::int64_t step = 0;
   double progress = 0;
@@ -91,6 +97,7 @@ struct PoolOptions {
   std::string startup_delay;  // duration as typed ("90s"); empty: server default
   std::string idle_timeout;
   std::optional<double> preemption_prior;  // spot reclaims per node-hour expected
+  std::optional<int> committed_gpus;       // reserved: GPUs paid for, used or not
 };
 
 // `frugal admin apply|get|audit|token revoke` (cli/admin_commands.cc).
@@ -151,11 +158,17 @@ class Commands {
   void AddAdminConfig(CLI::App& admin);
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
+  // Output formats `sub` prints besides table and json (csv, yaml); -o anything else is a
+  // usage error.
+  void AlsoPrints(CLI::App& sub, std::vector<std::string> formats);
+  // Why the chosen command cannot print global_.output, or nullopt when it can.
+  std::optional<std::string> UnsupportedOutput() const;
 
   GlobalOptions global_;
   SubmitOptions submit_;
   ListOptions list_;
-  std::int64_t job_id_ = 0;  // status and cancel
+  std::int64_t job_id_ = 0;  // status
+  CancelOptions cancel_;
   std::int64_t why_job_ = 0;
   struct QuotaOptions {
     std::string team;
@@ -189,6 +202,8 @@ class Commands {
   PoolOptions pool_;         // admin pool set
   CheckpointOptions checkpoint_;
   Action action_;
+  const CLI::App* chosen_ = nullptr;  // the subcommand whose action_ runs
+  std::map<const CLI::App*, std::vector<std::string>> extra_formats_;
   // A command that needs no scheduler connection (checkpoint): runs instead of action_.
   std::function<Status(std::ostream&)> local_action_;
 };

@@ -120,6 +120,7 @@ void Commands::AddCost(CLI::App& app) {
   cost->add_option("--from", cost_.from, "Start: RFC 3339 time or -DURATION (e.g. -7d)");
   cost->add_option("--to", cost_.to, "End: RFC 3339 time or -DURATION (default now)");
   OnParsed(*cost, [this](Session& s) { return RunCost(s, cost_.by, cost_.from, cost_.to); });
+  AlsoPrints(*cost, {"csv"});
 }
 
 }  // namespace frugal::cli

@@ -111,7 +111,9 @@ std::string RenderAttempts(const json& attempts) {
   return t.empty() ? "(none)\n" : t.Render();
 }
 
-std::string RenderCheckpoint(const json& c, Timestamp now) {
+// `attempts` is the job's attempt_history: the checkpoint names its attempt by the "#" the
+// attempt table shows (1, 2, ...), not by the attempt's global id.
+std::string RenderCheckpoint(const json& c, const json& attempts, Timestamp now) {
   if (!c.is_object()) return "  (none)\n";
   std::string line = "  step " + Text(c, "step");
   if (Field(c, "progress").is_number()) {
@@ -123,7 +125,13 @@ std::string RenderCheckpoint(const json& c, Timestamp now) {
   const std::string size = Bytes(Field(c, "size_bytes"));
   if (!size.empty()) line += ", " + size;
   line += ", " + FormatAge(Field(c, "created_at"), now);
-  line += " (attempt " + Text(c, "attempt_id") + ")";
+  std::string attempt = "id " + Text(c, "attempt_id");
+  if (attempts.is_array()) {
+    for (const auto& a : attempts) {
+      if (Field(a, "id") == Field(c, "attempt_id")) attempt = "#" + Text(a, "number");
+    }
+  }
+  line += " (attempt " + attempt + ")";
   return Sanitize(line) + "\n";
 }
 
@@ -318,7 +326,8 @@ std::string RenderJobDetail(const json& job, Timestamp now) {
       {"Finished", FormatTimeWithAge(Field(job, "finished_at"), now)},
   });
   out += "\nAttempt history:\n" + Indent(RenderAttempts(Field(job, "attempt_history")));
-  out += "\nLatest checkpoint:\n" + RenderCheckpoint(Field(job, "latest_checkpoint"), now);
+  out += "\nLatest checkpoint:\n" + RenderCheckpoint(Field(job, "latest_checkpoint"),
+                                                  Field(job, "attempt_history"), now);
   out += "\nEvents:\n" + Indent(RenderEvents(Field(job, "events")));
   // Guardrails: right-sizing advice once the job has ended (null when there is none).
   if (const json& advice = Field(job, "right_sizing"); advice.is_object()) {

@@ -22,6 +22,7 @@ Status RunPoolSet(Session& s, const PoolOptions& o) {
     body[field] = d.count();
   }
   if (o.preemption_prior) body["preemption_prior_per_node_hour"] = *o.preemption_prior;
+  if (o.committed_gpus) body["committed_gpus"] = *o.committed_gpus;
   ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/pools", body));
   RETURN_IF_ERROR(api::ResponseStatus(r));
   if (s.output == OutputFormat::kJson) {
@@ -89,6 +90,9 @@ void Commands::AddPool(CLI::App& admin) {
   set->add_option("--preemption-prior", o.preemption_prior,
                   "Spot: expected reclaims per node-hour before any are observed")
       ->check(CLI::Range(0.0, 1000.0));
+  set->add_option("--committed-gpus", o.committed_gpus,
+                  "Reserved: GPUs paid for whether used or not (default: the registered nodes')")
+      ->check(CLI::Range(0, 1000000));
   OnParsed(*set, [this](Session& s) { return RunPoolSet(s, pool_); });
   CLI::App* list = pool->add_subcommand("list", "List pools");
   OnParsed(*list, [](Session& s) { return RunPoolList(s); });

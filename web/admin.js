@@ -61,7 +61,7 @@
     }));
     const poolRows = pools.pools.map((p) => el('tr', {},
       el('td', {}, p.name), el('td', {}, p.capacity_kind.replace('_', '-')), el('td', {}, p.gpu_type),
-      el('td', { class: 'num' }, `${p.gpu_mem_gb} GB`), el('td', { class: 'num' }, `${p.max_gpus} GPUs`),
+      el('td', { class: 'num' }, `${p.gpu_mem_gb} GB`), el('td', { class: 'num' }, `${p.live_gpus} of ${p.max_gpus} GPUs`),
       el('td', { class: 'num' }, `${money(p.price_per_gpu_hour)} /GPU·h`),
       el('td', { class: 'num' }, `${p.speed}×`),
       el('td', { class: 'num' }, p.capacity_kind === 'spot'
@@ -75,7 +75,8 @@
     const kPoolKeys = ['name', 'capacity_kind', 'gpu_type', 'gpu_mem_gb', 'price_per_gpu_hour', 'max_gpus',
       'speed', 'startup_delay_seconds', 'idle_timeout_seconds'];
     const poolDoc = (p) => Object.fromEntries([...kPoolKeys, ...(p.capacity_kind === 'spot'
-      ? ['preemption_prior_per_node_hour'] : [])].filter((k) => p[k] !== undefined).map((k) => [k, p[k]]));
+      ? ['preemption_prior_per_node_hour'] : []), ...(p.capacity_kind === 'reserved' && p.committed_gpus
+      ? ['committed_gpus'] : [])].filter((k) => p[k] !== undefined).map((k) => [k, p[k]]));
     const quotaDoc = (q) => {
       if (!q) return null;
       const out = {};
@@ -95,7 +96,7 @@
       ? `# budgets (POST /v1/admin/teams/{team}/budget):\n${budgetLines.join('\n')}\n` : ''}`;
     root.append(el('h1', {}, 'Admin'),
       el('p', { class: 'muted' }, 'Read-only. Change these with frugal admin pool set, frugal admin quota set and the admin API.'),
-      card('Pools', poolRows.length ? table(['pool', 'kind', 'GPU type', 'GPU memory ', 'max ', 'price ',
+      card('Pools', poolRows.length ? table(['pool', 'kind', 'GPU type', 'GPU memory ', 'live of max ', 'price ',
         'speed ', 'learned reclaims and mean outage '], poolRows, { 'data-testid': 'admin-pools' }) : absent('No pools.')),
       card('Teams: quotas and budgets', table(['team', 'quota (concurrent GPUs)', 'budget'], teamRows,
         { 'data-testid': 'admin-teams' }),

@@ -48,9 +48,10 @@
       hard: b.hard };
   }
 
-  async function budgetOf(team, me) {
-    const path = me.role === 'admin' ? `/v1/admin/teams/${encodeURIComponent(team)}/budget`
-      : `/v1/teams/${encodeURIComponent(team)}/budget`;
+  // The status route for everyone: it has what was used. (The admin route is the budget's
+  // configuration only; reading it showed admins every team at 0 % used.)
+  async function budgetOf(team) {
+    const path = `/v1/teams/${encodeURIComponent(team)}/budget`;
     try { return budgetFigures(await Frugal.optional(path)); } catch (e) { return null; }
   }
 
@@ -59,7 +60,7 @@
       Frugal.api(`/v1/reports/cost?by=team&from=${encodeURIComponent(startOfTodayUtc())}`),
       Frugal.api(`/v1/reports/cost?by=team&from=${encodeURIComponent(startOfMonthUtc())}`)]);
     const teams = [...new Set([...month.rows.map((r) => r.key), ...(me.role === 'admin' ? [] : [me.team])])];
-    const budgets = await Promise.all(teams.map((t) => budgetOf(t, me)));
+    const budgets = await Promise.all(teams.map((t) => budgetOf(t)));
     const anyBudget = budgets.some((b) => b);
     const rows = teams.map((team, i) => {
       const d = today.rows.find((r) => r.key === team);
@@ -120,7 +121,8 @@
     const waiting = overview.queue.filter((q) => q.state !== 'running').reduce((n, q) => n + q.jobs, 0);
     root.append(el('h1', {}, 'Overview'),
       el('div', { class: 'kpis' },
-        kpi('GPUs busy', `${sum('busy_gpus')} of ${sum('max_gpus')} GPUs`, 'kpi-busy'),
+        // Of the GPUs that exist and are paid for, not of what pools may grow to (issue 17).
+        kpi('GPUs busy', `${sum('busy_gpus')} of ${sum('paid_gpus')} GPUs`, 'kpi-busy'),
         kpi('GPUs idle but paid', `${sum('idle_paid_gpus')} GPUs`, 'kpi-idle'),
         kpi('Jobs waiting', `${waiting} jobs`, 'kpi-waiting'),
         kpi('Interruptions (recent)', `${overview.interruptions.length}`, 'kpi-interruptions')),

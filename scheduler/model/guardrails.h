@@ -21,6 +21,9 @@ namespace frugal::model {
 struct ClassRuntime {
   std::optional<Seconds> default_max_runtime;
   std::optional<Seconds> max_max_runtime;
+  // Priority preemption's protection window: a running job of this class is not stopped
+  // for a higher class before it has run this long. Unset: the policy's default (10 min).
+  std::optional<Seconds> min_run_time;
 };
 
 struct GuardrailSettings {

@@ -49,6 +49,12 @@ struct Pool {
   // Spot: expected hours until a pool with no live node has one again (learned by the
   // store from its outages); 0 = unknown.
   double mean_outage_hours = 0;
+  // The nodes it really has (issue 17), from the store; quotes and capacity figures use these,
+  // not max_gpus, which is only how far the pool may grow.
+  int largest_node_gpus = 0;  // GPUs of its biggest registered node, live or not; 0 = none yet
+  int live_gpus = 0;          // GPUs of its live nodes now
+  // Reserved: GPUs paid for whether used or not (a commitment); 0 = count the live nodes.
+  int committed_gpus = 0;
 };
 
 struct Node {

@@ -60,6 +60,9 @@ struct RunningAttempt {
   // When the job was last stopped by priority preemption: not again before a newer checkpoint.
   std::optional<Timestamp> last_priority_preemption_at{};
   bool stopping = false;  // a stop order (preemption, migration, cancel) is outstanding
+  // Its class's protection from priority preemption (priority_class_runtimes); unset: the
+  // policy's PolicyConfig::min_run_time.
+  std::optional<Seconds> min_run_time{};
   // Idle GPU guardrail (decision 0012), read by the engine's idle reclaimer:
   std::string node_name{};                // the node, named in the idle message
   std::optional<Timestamp> idle_since{};  // every GPU under the threshold since (database time)

@@ -113,7 +113,9 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
       case Outcome::kNoCapacity: {
         auto room = rooms.find(j);
         if (room == rooms.end()) {
-          plan.waits.push_back({id, why.NoCapacity(j)});
+          std::string reason = why.NoCapacity(j);
+          if (auto later = preemptor.WhenRoom(opts, j)) reason += "; " + why.PreemptLater(j, *later);
+          plan.waits.push_back({id, reason});
         } else if (room->second.kind == Preemptor::Room::kStopping) {
           plan.waits.push_back({id, why.Stopping(j, room->second)});
         } else {

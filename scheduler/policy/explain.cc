@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <set>
 
 namespace frugal::policy {
@@ -259,6 +260,21 @@ std::string Explainer::Preempting(int j, const Preemptor::Room& room) const {
   return "waiting: preempting job(s) " + ids + " on " + capacity_.NodeById(room.node)->name +
          " to make room for " + Gpus(v.work.gpus) + " (class " +
          ClassName(v.job->priority_rank, config_) + "): the least work lost";
+}
+
+std::string Explainer::PreemptLater(int j, const Preemptor::Later& later) const {
+  std::string ids;
+  for (size_t i = 0; i < later.jobs.size(); ++i) ids += (i ? ", " : "") + std::to_string(later.jobs[i]);
+  const std::time_t t = std::chrono::system_clock::to_time_t(later.at);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, "%H:%M UTC", &tm);
+  const bool one = later.jobs.size() == 1;
+  return "job " + std::to_string(options_.view(j).job->id) + " can preempt job" +
+         (one ? " " : "s ") + ids + " at " + at + ", when " + (one ? "its " : "their ") +
+         std::to_string(std::chrono::duration_cast<std::chrono::minutes>(later.protection).count()) +
+         "-minute protection ends";
 }
 
 std::string VictimReason(const model::PendingJob& preemptor, int gpus, const model::Node& node,

@@ -34,6 +34,8 @@ class Explainer {
   std::string NoOption(int j) const;
   std::string Stopping(int j, const Preemptor::Room& room) const;
   std::string Preempting(int j, const Preemptor::Room& room) const;
+  // "job 11 can preempt job 10 at 19:38 UTC, when its 10-minute protection ends".
+  std::string PreemptLater(int j, const Preemptor::Later& later) const;
 
  private:
   std::string PoolLabel(int option) const;  // "spot a100-spot"

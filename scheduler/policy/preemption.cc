@@ -15,12 +15,26 @@ Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capac
   for (int i = 0; i < static_cast<int>(s.running.size()); ++i) {
     const auto& r = s.running[i];
     auto [it, fresh] = by_job.try_emplace(r.job_id, static_cast<int>(victims_.size()));
-    if (fresh) victims_.push_back({r.job_id, r.priority_rank, {}, {}, true, false});
+    if (fresh) {
+      Victim v;
+      v.job_id = r.job_id;
+      v.rank = r.priority_rank;
+      victims_.push_back(std::move(v));
+    }
     Victim& v = victims_[it->second];
     v.attempts.push_back(i);
     v.rank = std::min(v.rank, r.priority_rank);
     // A gang is preemptable only as a whole, and only if every part of it is.
-    if (Stopping(r) || WhyNotPreemptable(r, s.now, config)) v.eligible = false;
+    const bool held = Stopping(r) || WhyNotPreemptable(r, s.now, config);
+    if (held) v.eligible = false;
+    // What protection alone holds back: preemptable once its window has ended.
+    const Timestamp until = ProtectedUntil(r, config);
+    if (!Stopping(r) && until > s.now && !WhyNotPreemptable(r, until, config)) {
+      v.eligible_at = std::max(v.eligible_at.value_or(until), until);
+      v.protection = std::max(v.protection, r.min_run_time.value_or(config.min_run_time));
+    } else if (held) {
+      v.never = true;  // stopping, or held for a reason time does not end
+    }
     if (Stopping(r)) soon_free_[r.node_id] += std::max(0, r.gpus);
     VictimCost c = CostToPreempt(r, s.now, config);
     v.cost.lost_gpu_hours += c.lost_gpu_hours;
@@ -36,7 +50,11 @@ Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capac
       if (e < 0) continue;
       if (Stopping(r) && stopping_seen.insert(r.node_id).second)
         stopping_nodes_[e].push_back(r.node_id);
-      if (!victims_[vi].eligible) continue;
+      if (!victims_[vi].eligible) {
+        if (victims_[vi].eligible_at && !victims_[vi].never)
+          later_on_node_[r.node_id].push_back({vi, r.gpus});
+        continue;
+      }
       auto& list = on_node_[r.node_id];
       if (list.empty()) victim_nodes_[e].push_back(r.node_id);
       list.push_back({vi, r.gpus});
@@ -146,6 +164,57 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
   }
   capacity_.Close(best.node);
   return room;
+}
+
+std::optional<Preemptor::Later> Preemptor::WhenRoom(const JobOptions& opts, int j) const {
+  if (later_on_node_.empty()) return std::nullopt;
+  const JobView& view = opts.view(j);
+  const int gpus = view.work.gpus, rank = view.job->priority_rank;
+  // Jobs of one shape get one answer: a large backlog costs one scan per shape.
+  std::vector<int> shape = {gpus, rank};
+  for (int e = 0; e < capacity_.size(); ++e)
+    if (opts.rate(j, 2 * e) >= 0) shape.push_back(e);
+  auto [cached, fresh] = when_room_.try_emplace(shape);
+  if (!fresh) return cached->second;
+  std::optional<Later>& best = cached->second;
+  for (const auto& [node, protected_list] : later_on_node_) {
+    const int e = capacity_.EntryOfNode(node);
+    if (e < 0 || opts.rate(j, 2 * e) < 0 || capacity_.NodeClosed(node) ||
+        capacity_.NodeById(node)->gpus < gpus) {
+      continue;
+    }
+    // Victims of lower classes on this node, those free to go now first, then by the end
+    // of their protection.
+    std::vector<std::pair<Timestamp, const OnNode*>> candidates;
+    if (auto now = on_node_.find(node); now != on_node_.end()) {
+      for (const OnNode& on : now->second) {
+        if (!victims_[on.victim].used && victims_[on.victim].rank > rank)
+          candidates.push_back({snapshot_.now, &on});
+      }
+    }
+    for (const OnNode& on : protected_list) {
+      if (victims_[on.victim].rank > rank) candidates.push_back({*victims_[on.victim].eligible_at, &on});
+    }
+    std::sort(candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+      return std::make_tuple(a.first, victims_[a.second->victim].job_id) <
+             std::make_tuple(b.first, victims_[b.second->victim].job_id);
+    });
+    int need = gpus - capacity_.NodeFree(node) - SoonFree(node);
+    Later later;
+    for (const auto& [at, on] : candidates) {
+      if (need <= 0) break;
+      need -= on->gpus;
+      later.at = at;
+      const Victim& v = victims_[on->victim];
+      if (v.eligible_at) {
+        later.jobs.push_back(v.job_id);
+        later.protection = std::max(later.protection, v.protection);
+      }
+    }
+    if (need > 0 || later.jobs.empty()) continue;
+    if (!best || later.at < best->at) best = later;
+  }
+  return best;
 }
 
 }  // namespace frugal::policy

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -35,6 +36,16 @@ class Preemptor {
   // node is then closed to everything else this cycle, so the room stays kept.
   Room MakeRoom(const JobOptions& options, int j);
 
+  // For a job MakeRoom found no room for: the earliest time lower-class jobs still inside
+  // their protection window (min_run_time) could be preempted to make room on one node,
+  // and which. Nothing when no node would have room even then. Read-only.
+  struct Later {
+    Timestamp at{};
+    std::vector<model::JobId> jobs;
+    Seconds protection{0};  // the longest protection window among them
+  };
+  std::optional<Later> WhenRoom(const JobOptions& options, int j) const;
+
  private:
   struct Victim {
     model::JobId job_id = 0;
@@ -43,6 +54,10 @@ class Preemptor {
     VictimCost cost;
     bool eligible = true;
     bool used = false;
+    // Not eligible only for its protection window: eligible from this time on.
+    std::optional<Timestamp> eligible_at;
+    Seconds protection{0};
+    bool never = false;  // some part is held for a reason that time does not end
   };
   struct OnNode {
     int victim = 0;
@@ -62,12 +77,14 @@ class Preemptor {
   Capacity& capacity_;
   std::vector<Victim> victims_;
   std::map<model::NodeId, std::vector<OnNode>> on_node_;    // cheapest victim first
+  std::map<model::NodeId, std::vector<OnNode>> later_on_node_;  // protected for now
   std::vector<std::vector<model::NodeId>> victim_nodes_;    // per entry
   std::vector<std::vector<model::NodeId>> stopping_nodes_;  // per entry
   std::set<model::AttemptId> stopped_;
   std::map<model::NodeId, int> soon_free_;  // GPUs of stopping attempts per node
   std::set<std::vector<int>> failed_;       // (rank, gpus, entries...) that found no victims
   std::set<std::vector<int>> no_stopping_;  // (gpus, entries...) with no stopping room
+  mutable std::map<std::vector<int>, std::optional<Later>> when_room_;  // (gpus, rank, entries...)
   int budget_ = 0;
 };
 

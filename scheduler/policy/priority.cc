@@ -102,11 +102,15 @@ PriorityFactors FactorsFor(const model::PendingJob& job, const DeadlineView& dea
   return f;
 }
 
+Timestamp ProtectedUntil(const model::RunningAttempt& a, const PolicyConfig& config) {
+  return a.started_at + a.min_run_time.value_or(config.min_run_time);
+}
+
 std::optional<std::string> WhyNotPreemptable(const model::RunningAttempt& a, Timestamp now,
                                              const PolicyConfig& config) {
   if (a.stopping) return "already stopping";
   if (a.tolerance == model::Tolerance::kNone) return "tolerance none: cannot be interrupted";
-  if (now - a.started_at < config.min_run_time) return "has not run the minimum run time yet";
+  if (now < ProtectedUntil(a, config)) return "has not run the minimum run time yet";
   if (a.last_priority_preemption_at &&
       !(a.last_checkpoint_at && *a.last_checkpoint_at > *a.last_priority_preemption_at))
     return "preempted by priority before and no checkpoint since";

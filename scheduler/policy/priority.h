@@ -49,8 +49,12 @@ PriorityFactors FactorsFor(const model::PendingJob& job, const DeadlineView& dea
                            const FairShare& fair_share, int largest_gpus, Timestamp now,
                            const PolicyConfig& config);
 
+// When the attempt's protection from priority preemption ends: its start plus its class's
+// min_run_time (RunningAttempt::min_run_time), or config.min_run_time when the class sets none.
+Timestamp ProtectedUntil(const model::RunningAttempt& a, const PolicyConfig& config);
+
 // Why priority may not preempt this attempt (empty: it may). Never: tolerance none, an
-// outstanding stop, less than min_run_time run, or preempted by priority before and no
+// outstanding stop, less than its min_run_time run, or preempted by priority before and no
 // checkpoint since (no preemption storms).
 std::optional<std::string> WhyNotPreemptable(const model::RunningAttempt& a, Timestamp now,
                                              const PolicyConfig& config);

@@ -19,6 +19,12 @@ Micros Charge(const model::Pool& pool, int gpus, double hours) {
       std::llround(std::min(9e18, static_cast<double>(pool.price_per_gpu_hour) * gpus * hours)));
 }
 
+// GPUs of one of the pool's nodes: what its provider adds, else its biggest registered
+// node; 0 = not known yet.
+int NodeSize(const model::Pool& pool) {
+  return pool.node_gpus > 0 ? pool.node_gpus : pool.largest_node_gpus;
+}
+
 // Whether the pool can ever hold the gang; empty when it can.
 std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
                           const PolicyConfig& config) {
@@ -26,9 +32,32 @@ std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
   if (!MayRunOn(job.tolerance, pool.kind)) return "tolerance none never runs on spot";
   if (pool.max_gpus > 0 && job.gpus > pool.max_gpus)
     return "holds at most " + std::to_string(pool.max_gpus) + " GPU(s)";
-  if (pool.node_gpus > 0 && job.gpus > pool.node_gpus && !config.multi_node_gangs)
-    return "nodes have " + std::to_string(pool.node_gpus) + " GPU(s)";
+  const int node = NodeSize(pool);
+  if (node > 0 && job.gpus > node && !config.multi_node_gangs)
+    return "nodes have " + std::to_string(node) + " GPU(s)";
   return "";
+}
+
+// Why no pool can hold `job` on one node, when every pool that allows it has nodes of a
+// known size and all are too small; empty otherwise (a pool of unknown node size may hold it).
+std::string NoNodeHolds(const model::PendingJob& job, const std::vector<model::Pool>& pools,
+                        const PolicyConfig& config) {
+  if (config.multi_node_gangs) return "";
+  int largest = 0;
+  std::string where;
+  bool any = false;
+  for (const auto& p : pools) {
+    if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p) || !MayRunOn(job.tolerance, p.kind)) continue;
+    const int node = NodeSize(p);
+    if (node <= 0 || job.gpus <= node) return "";
+    any = true;
+    if (node > largest) largest = node, where = p.name;
+  }
+  if (!any) return "";
+  return "no node can hold " + std::to_string(job.gpus) +
+         " GPUs: the largest node of any pool this job may use has " + std::to_string(largest) +
+         " GPUs (pool " + where + "). Jobs spanning several nodes are not supported yet; ask " +
+         "for at most " + std::to_string(largest) + " GPUs, or split the job";
 }
 
 }  // namespace
@@ -61,7 +90,7 @@ Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& poo
     pq.pool = p.name;
     pq.kind = p.kind;
     pq.gpu_type = p.gpu_type;
-    int nodes = NodesSpanned(work.gpus, p.node_gpus);
+    int nodes = NodesSpanned(work.gpus, NodeSize(p));
     Estimate e = EstimateOn(work, p, nodes, p.kind != model::CapacityKind::kReserved);
     pq.expected_cost = e.cost;
     pq.expected_wall = ToSeconds(e.startup_hours + e.wall_hours);
@@ -118,6 +147,8 @@ Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& poo
     q.recommendation = "no pool may run this job";
   }
 
+  q.unplaceable = NoNodeHolds(job, pools, config);
+  if (!q.unplaceable.empty()) q.recommendation = q.unplaceable;
   if (job.deadline) {
     if (!q.earliest_finish) {
       q.deadline_feasible = false;

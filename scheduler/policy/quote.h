@@ -1,7 +1,8 @@
 // What a job would cost and when it would finish on each pool, before it is submitted:
 // `frugal submit --dry-run` prints it, and submit refuses (422) a deadline that even the
 // fastest allowed reserved or on-demand pool cannot meet. Pure; same cost model as Decide.
-// It does not know current free capacity: a recommendation is "capacity permitting".
+// It does not know current free capacity: a recommendation is "capacity permitting". It
+// does know node sizes (model::Pool::largest_node_gpus): a pool names only jobs its nodes hold.
 #pragma once
 
 #include <optional>
@@ -40,6 +41,9 @@ struct Quote {
   std::optional<Timestamp> earliest_finish;
   bool deadline_feasible = true;
   std::string refusal;  // when not: the message for the 422, with the earliest finish
+  // Until gangs span nodes: set when every pool the job may use has nodes of a known size
+  // and none holds the job; the message for the 422 at submit.
+  std::string unplaceable;
 };
 
 Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& pools, Timestamp now,

@@ -42,7 +42,9 @@ struct PoolUse {
   std::string pool;
   std::string capacity_kind;
   double busy_gpu_hours = 0;
-  double paid_gpu_hours = 0;  // reserved: all of max_gpus over the window; else = busy
+  // Reserved: its paid GPUs (committed_gpus, or its registered nodes') over the window;
+  // else = busy.
+  double paid_gpu_hours = 0;
   Micros spend = 0;           // usage billed on the pool
   Micros idle_reserved = 0;   // reserved: paid but unused, in money (waste)
 };

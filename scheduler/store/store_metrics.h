@@ -38,6 +38,9 @@ struct StoreMetrics {
     std::int64_t allocated_gpus = 0;  // on live or draining nodes: paid for now
     std::int64_t busy_gpus = 0;       // held by active attempts
     std::int64_t live_nodes = 0, draining_nodes = 0;
+    // Paid for now: a reserved pool's committed_gpus, else the GPUs of its registered
+    // nodes (lost ones too: a reserved machine is paid while down); other pools: allocated.
+    std::int64_t paid_gpus = 0;
   };
   // Money by team and pool: everything billed plus running attempts up to now (the same
   // function as GET /v1/reports/cost), lost work, and the rate of running attempts.

@@ -50,6 +50,10 @@ TEST_F(AdminE2eTest, ApplyTheExampleClusterWithTheCli) {
   // 4 pools, 3 teams, 2 quotas, 1 budget, the guardrails; vision's idle policy is already warn.
   EXPECT_NE(dry.out.find("dry run: 11 changes would be applied (1 unchanged)"), std::string::npos)
       << dry.out;
+  // `admin diff -f FILE` is the same dry run under the name kubectl users look for.
+  auto diff = Frugal({"admin", "diff", "-f", file});
+  ASSERT_EQ(diff.exit_code, 0) << Show(diff);
+  EXPECT_EQ(diff.out, dry.out);
   EXPECT_TRUE(Admin("GET", "/v1/admin/pools").body["pools"].empty());
   EXPECT_EQ(Admin("GET", "/v1/admin/teams/vision/budget").status, 404);
   // b. Apply: pools, teams, quotas, the budget and the guardrails, all in place.
@@ -67,8 +71,12 @@ TEST_F(AdminE2eTest, ApplyTheExampleClusterWithTheCli) {
   EXPECT_EQ(guard.body["approval"]["above_gpus"], 32) << guard.raw;
   EXPECT_EQ(guard.body["priority_classes"]["normal"]["max_max_runtime_seconds"], 604800)
       << guard.raw;
+  EXPECT_EQ(guard.body["priority_classes"]["low"]["min_run_time_seconds"], 300) << guard.raw;
   auto pools = Admin("GET", "/v1/admin/pools").body["pools"];
   ASSERT_EQ(pools.size(), 4u) << pools;
+  for (const auto& p : pools) {
+    EXPECT_EQ(p["committed_gpus"], p["name"] == "a100-reserved" ? 16 : 0) << p;
+  }
   auto quota = Admin("GET", "/v1/admin/teams/vision/quota");
   EXPECT_EQ(quota.body["spot_gpus"], 64) << quota.raw;
   EXPECT_EQ(quota.body["pools"]["a100-reserved"], 8) << quota.raw;

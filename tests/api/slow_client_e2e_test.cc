@@ -192,5 +192,44 @@ TEST(SlowClientE2eTest, SecondSchedulerOnABusyPortExitsWithAClearError) {
   EXPECT_EQ(first.Call("GET", "/healthz", "").status, 200);
 }
 
+// Everything that arrives on `fd` within `wait` (SO_RCVTIMEO), until `enough` is in it.
+std::string ReadUntil(int fd, const std::string& enough, std::chrono::seconds wait) {
+  timeval tv{static_cast<time_t>(wait.count()), 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[4096];
+  while (got.find(enough) == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// A POST with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3), as
+// `curl -X POST` sends it (issue 17). The edge used to wait for a body until its 10 s
+// deadline and then answer 400; now it is answered at once, and the kept-alive connection
+// serves the next request.
+TEST(SlowClientE2eTest, APostWithNoBodyAndNoContentLengthIsAnsweredAtOnce) {
+  SchedulerProcess sched;
+  const std::string token = sched.NewToken("vision", "alice");
+  auto job = sched.Call("POST", "/v1/jobs", token, R"({"command":["sleep","1"]})");
+  ASSERT_EQ(job.status, 201) << job.raw;
+  const std::string id = std::to_string(job.body["id"].get<std::int64_t>());
+  const int fd = Connect(PortOf(sched.url()));
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd, "POST /v1/jobs/" + id + "/cancel HTTP/1.1\r\nHost: x\r\n"
+                       "Authorization: Bearer " + token + "\r\n\r\n"));
+  // Well inside the 10 s body deadline: the old edge sent nothing before it.
+  const std::string reply = ReadUntil(fd, "\"cancelled\"", std::chrono::seconds(5));
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find("\"state\":\"cancelled\""), std::string::npos) << reply;
+  ASSERT_TRUE(Send(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string health = ReadUntil(fd, "\r\n\r\n", std::chrono::seconds(5));
+  EXPECT_EQ(health.rfind("HTTP/1.1 200", 0), 0u) << health;
+  close(fd);
+  EXPECT_EQ(sched.Call("GET", "/v1/jobs/" + id, token).body["state"], "cancelled");
+}
+
 }  // namespace
 }  // namespace frugal::testing

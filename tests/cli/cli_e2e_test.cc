@@ -218,6 +218,9 @@ TEST_F(CliE2eTest, UsageErrorsExitTwo) {
       {"submit", "--gpus", "0", "--", "x"},  // validator
       {"submit", "--gpus", "2"},             // no command
       {"list", "--limit", "501"},            // out of range
+      {"list", "-o", "csv"},                 // a format list does not print
+      {"status", "1", "-o", "yaml"},         // nor status
+      {"cancel", "1", "--label", "a=b"},     // ids or a label, not both
       {"frobnicate"},                        // unknown subcommand
       {}};                                   // no subcommand
   const auto jobs_before = sched_->Call("GET", "/v1/jobs", *token_).body["jobs"].size();
@@ -232,6 +235,62 @@ TEST_F(CliE2eTest, UsageErrorsExitTwo) {
   EXPECT_EQ(sched_->Call("GET", "/v1/jobs", *token_).body["jobs"].size(), jobs_before);
   auto help = Frugal({"--help"});
   EXPECT_EQ(help.exit_code, 0) << Show(help);
+}
+
+// Bulk cancel (issue 17): several ids at once, or every unfinished job with a label; a
+// failure on one id does not stop the others and makes the command exit 1.
+TEST_F(CliE2eTest, CancelsSeveralJobsByIdOrLabel) {
+  auto submit = [](const std::string& label) {
+    auto r = Frugal({"submit", "-o", "json", "--label", label, "--", "sleep", "1"});
+    EXPECT_EQ(r.exit_code, 0) << Show(r);
+    return std::to_string(json::parse(r.out, nullptr, false).value("id", std::int64_t{0}));
+  };
+  auto state_of = [](const std::string& id) {
+    return sched_->Call("GET", "/v1/jobs/" + id, *token_).body.value("state", "");
+  };
+  const std::string a = submit("exp=bulk-ids"), b = submit("exp=bulk-ids");
+  auto both = Frugal({"cancel", a, b});
+  EXPECT_EQ(both.exit_code, 0) << Show(both);
+  EXPECT_EQ(state_of(a), "cancelled");
+  EXPECT_EQ(state_of(b), "cancelled");
+  // An id that is already cancelled fails alone; the fresh one is still cancelled.
+  const std::string c = submit("exp=bulk-ids");
+  auto mixed = Frugal({"cancel", a, c});
+  EXPECT_EQ(mixed.exit_code, 1) << Show(mixed);
+  EXPECT_NE(mixed.out.find("Job " + a + ":"), std::string::npos) << Show(mixed);
+  EXPECT_NE(mixed.err.find("1 of 2 cancels failed"), std::string::npos) << Show(mixed);
+  EXPECT_EQ(state_of(c), "cancelled");
+
+  std::vector<std::string> sweep;
+  for (int i = 0; i < 3; ++i) sweep.push_back(submit("exp=bulk-sweep"));
+  const std::string other = submit("exp=bulk-other");
+  auto by_label = Frugal({"cancel", "--label", "exp=bulk-sweep", "-o", "json"});
+  ASSERT_EQ(by_label.exit_code, 0) << Show(by_label);
+  const json out = json::parse(by_label.out, nullptr, false);
+  EXPECT_EQ(out["jobs"].size(), 3u) << Show(by_label);
+  EXPECT_TRUE(out["errors"].empty()) << Show(by_label);
+  for (const auto& id : sweep) EXPECT_EQ(state_of(id), "cancelled") << id;
+  EXPECT_EQ(state_of(other), "pending") << "a job without the label is left alone";
+  // Run again, nothing is left to cancel: not an error.
+  auto again = Frugal({"cancel", "--label", "exp=bulk-sweep"});
+  EXPECT_EQ(again.exit_code, 0) << Show(again);
+  EXPECT_NE(again.out.find("No unfinished job"), std::string::npos) << Show(again);
+  EXPECT_EQ(Frugal({"cancel", other}).exit_code, 0);
+}
+
+// `-o` names only formats the command prints (issue 17): csv for cost reports, yaml for
+// the admin documents; anything else is a usage error before a request is sent.
+TEST_F(CliE2eTest, OutputFormatsAreCheckedPerCommand) {
+  auto cost_csv = Frugal({"cost", "-o", "csv"});
+  EXPECT_NE(cost_csv.exit_code, 2) << Show(cost_csv);
+  auto list_yaml = Frugal({"list", "-o", "yaml"});
+  EXPECT_EQ(list_yaml.exit_code, 2) << Show(list_yaml);
+  EXPECT_NE(list_yaml.err.find("-o yaml is not supported by 'frugal list'"), std::string::npos)
+      << Show(list_yaml);
+  EXPECT_NE(list_yaml.err.find("table, json"), std::string::npos) << Show(list_yaml);
+  auto admin_yaml =
+      FrugalWith(sched_->CliEnv(sched_->admin_token()), {"admin", "get", "pools", "-o", "yaml"});
+  EXPECT_EQ(admin_yaml.exit_code, 0) << Show(admin_yaml);
 }
 
 }  // namespace

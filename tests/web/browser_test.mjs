@@ -81,6 +81,12 @@ async function stopScheduler() {
   await exited;
 }
 
+// The first dollar amount in `text` ("$1,234.56 of $100.00" -> 1234.56).
+function dollarsIn(text) {
+  const m = /\$?([\d,]+(?:\.\d+)?)/.exec(String(text));
+  return m ? Number(m[1].replace(/,/g, '')) : NaN;
+}
+
 function money(micros) {  // as the page shows exact money: $D.DDDDDD
   const sign = micros < 0 ? '-' : '';
   const a = Math.abs(micros);
@@ -217,6 +223,13 @@ try {
   assert.match(await preempted.first().textContent(), /preempted/);
   assert.match(await preempted.first().textContent(), /#2 on a100-/);
   assert.match(await page.textContent('[data-testid=spend] tbody tr'), /vision.*\$100\.00 monthly/);
+  // The admin sees what the team used, as the researcher does (issue 17: it showed 0 %).
+  const visionBudget = await api('/v1/teams/vision/budget');
+  assert.ok(dollarsIn(visionBudget.used) > 0, `vision used nothing: ${JSON.stringify(visionBudget)}`);
+  const usedBar = page.locator('[data-testid=spend] td[data-testid=budget-used] .bar span');
+  assert.equal(await usedBar.count(), 1, 'the admin\'s Overview shows vision\'s budget as unused');
+  const usedTitle = await usedBar.getAttribute('title');
+  assert.ok(dollarsIn(usedTitle) > 0, `budget bar: ${usedTitle}`);
   // At 1280x800 the "budget used" column (header, bar and percentage) is whole on screen
   // and inside its card, and the card does not scroll sideways (it did: issue 7's gap).
   const spendCard = page.locator('.card', { has: page.locator('[data-testid=spend]') });

@@ -123,6 +123,15 @@ namespace pg {
 #define FRUGAL_STOP_KIND(a)                                      \
   "coalesce(" a ".stop_kind, CASE WHEN " a ".idle_stopped_at IS NOT NULL" \
   " THEN 'idle_reclaim' END)"
+// SQL expression: the GPUs pool alias `p` is paid for now (issue 17). Reserved: its
+// committed_gpus, or else the GPUs of its registered nodes, lost ones included (a reserved
+// machine is paid for while down). Other kinds: the GPUs of its live and draining nodes.
+// Never max_gpus, which is only how far a pool may grow.
+#define FRUGAL_PAID_GPUS(p)                                                                  \
+  "(CASE WHEN " p ".capacity_kind = 'reserved' AND " p ".committed_gpus > 0 THEN "           \
+  p ".committed_gpus ELSE coalesce((SELECT sum(pn.gpus) FROM nodes pn WHERE pn.pool_id = " p \
+  ".id AND pn.state IN ('live', 'draining'"                                                  \
+  " , CASE WHEN " p ".capacity_kind = 'reserved' THEN 'lost' END)), 0) END)::bigint"
 Timestamp FromMicros(std::int64_t us);
 std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);

@@ -67,7 +67,7 @@ StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model
   ASSIGN_OR_RETURN(auto old, c.Exec("pool_before",
                                     "SELECT id, capacity_kind, gpu_type, gpu_mem_gb, speed,"
                                     " price_micros_per_gpu_hour, max_gpus, startup_delay_s,"
-                                    " idle_timeout_s, preemption_prior_per_node_hour"
+                                    " idle_timeout_s, preemption_prior_per_node_hour, committed_gpus"
                                     " FROM pools WHERE name = $1 FOR UPDATE",
                                     {p.name}));
   json before = nullptr;
@@ -82,6 +82,7 @@ StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model
     b.startup_delay = Seconds(old.Int(0, 7));
     b.idle_timeout = Seconds(old.Int(0, 8));
     b.preemption_prior_per_node_hour = old.Double(0, 9);
+    b.committed_gpus = static_cast<int>(old.Int(0, 10));
     before = PoolSettingsJson(b);
   }
   const json after = PoolSettingsJson(p);
@@ -97,9 +98,11 @@ StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model
   ASSIGN_OR_RETURN(auto r, c.Exec("upsert_pool",
                                   "INSERT INTO pools (name, capacity_kind, gpu_type, gpu_mem_gb,"
                                   " speed, price_micros_per_gpu_hour, max_gpus, startup_delay_s,"
-                                  " idle_timeout_s, preemption_prior_per_node_hour) VALUES ($1,"
-                                  " $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO"
+                                  " idle_timeout_s, preemption_prior_per_node_hour, committed_gpus)"
+                                  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                                  " ON CONFLICT (name) DO"
                                   " UPDATE SET startup_delay_s = EXCLUDED.startup_delay_s,"
+                                  " committed_gpus = EXCLUDED.committed_gpus,"
                                   " idle_timeout_s = EXCLUDED.idle_timeout_s,"
                                   " preemption_prior_per_node_hour ="
                                   " EXCLUDED.preemption_prior_per_node_hour,"
@@ -114,7 +117,8 @@ StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model
                                    std::to_string(p.max_gpus),
                                    std::to_string(p.startup_delay.count()),
                                    std::to_string(p.idle_timeout.count()),
-                                   dbl(p.preemption_prior_per_node_hour)}));
+                                   dbl(p.preemption_prior_per_node_hour),
+                                   std::to_string(p.committed_gpus)}));
   out.pool.id = r.Int(0, 0);
   const bool created = before.is_null();
   out.change.kind = created ? ConfigChange::Kind::kCreated : ConfigChange::Kind::kUpdated;

@@ -66,9 +66,10 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                FRUGAL_US("j.priority_preempted_at") ","
                " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
                " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
-               " t.idle_policy, j.idle_requeues"
+               " t.idle_policy, j.idle_requeues, pcr.min_run_time_s"
                " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
                " JOIN teams t ON t.id = j.team_id"
+               " LEFT JOIN priority_class_runtimes pcr ON pcr.priority = j.priority"
                " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
                "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
                " WHERE a.ended_at IS NULL ORDER BY a.id"));
@@ -98,6 +99,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       a.idle_policy = r.Text(i, 21) == "requeue" ? model::IdlePolicy::kRequeue
                                                  : model::IdlePolicy::kWarn;
       a.idle_requeues = static_cast<int>(r.Int(i, 22));
+      if (auto v = r.OptInt(i, 23)) a.min_run_time = Seconds(*v);
       s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
@@ -149,11 +151,17 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
                                    " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
                                    " p.startup_delay_s, p.idle_timeout_s,"
                                    " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
-                                   " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0)"
+                                   " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0),"
+                                   " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0)"
                                    " FROM pools p LEFT JOIN ("
                                    "   SELECT pool_id, count(notice_at) AS notices,"
                                    "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
-                                   "   registered_at) - registered_at))) / 3600.0 AS node_hours"
+                                   "   registered_at) - registered_at))) / 3600.0 AS node_hours,"
+                                   // Node shapes: the biggest node the pool ever had
+                                   // (removed ones excepted), and the GPUs live now.
+                                   "   max(gpus) FILTER (WHERE state <> 'gone') AS largest,"
+                                   "   sum(gpus) FILTER (WHERE state = 'live'"
+                                   "     AND lease_expires_at > now()) AS live_gpus"
                                    "   FROM nodes GROUP BY pool_id) o ON o.pool_id = p.id"
                                    // Outages: gaps in the union of a spot pool's node lives,
                                    // a node registering after every earlier one had gone.
@@ -187,6 +195,9 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
                                        pl.Double(i, 12));
       pool.mean_outage_hours = model::LearnedOutageHours(pl.Double(i, 13), pl.Double(i, 14));
     }
+    pool.committed_gpus = static_cast<int>(pl.Int(i, 15));
+    pool.largest_node_gpus = static_cast<int>(pl.Int(i, 16));
+    pool.live_gpus = static_cast<int>(pl.Int(i, 17));
     out.push_back(std::move(pool));
   }
   return out;

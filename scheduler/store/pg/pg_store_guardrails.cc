@@ -25,12 +25,13 @@ StatusOr<model::GuardrailSettings> ReadSettings(PgConn& c) {
     s.idle_window = Seconds(r.Int(0, 3));
   }
   ASSIGN_OR_RETURN(auto rt, c.Exec("guardrails_runtimes",
-                                   "SELECT priority, default_max_runtime_s, max_max_runtime_s"
-                                   " FROM priority_class_runtimes ORDER BY priority"));
+                                   "SELECT priority, default_max_runtime_s, max_max_runtime_s,"
+                                   " min_run_time_s FROM priority_class_runtimes ORDER BY priority"));
   for (int i = 0; i < rt.rows(); ++i) {
     model::ClassRuntime cr;
     if (auto d = rt.OptInt(i, 1)) cr.default_max_runtime = Seconds(*d);
     if (auto m = rt.OptInt(i, 2)) cr.max_max_runtime = Seconds(*m);
+    if (auto m = rt.OptInt(i, 3)) cr.min_run_time = Seconds(*m);
     s.runtimes[rt.Text(i, 0)] = cr;
   }
   return s;
@@ -44,7 +45,8 @@ json SettingsJson(const model::GuardrailSettings& s) {
         {"default_max_runtime_seconds",
          rt.default_max_runtime ? json(rt.default_max_runtime->count()) : json(nullptr)},
         {"max_max_runtime_seconds",
-         rt.max_max_runtime ? json(rt.max_max_runtime->count()) : json(nullptr)}};
+         rt.max_max_runtime ? json(rt.max_max_runtime->count()) : json(nullptr)},
+        {"min_run_time_seconds", rt.min_run_time ? json(rt.min_run_time->count()) : json(nullptr)}};
   }
   return {{"premium_gpu_types", s.premium_gpu_types},
           {"approval_above_gpus", s.approval_above_gpus},
@@ -86,9 +88,10 @@ StatusOr<ConfigChange> SetGuardrailsTx(PgConn& c, const Principal& actor,
   for (const auto& [cls, rt] : s.runtimes) {
     RETURN_IF_ERROR(c.Exec("guardrails_runtime_insert",
                            "INSERT INTO priority_class_runtimes (priority,"
-                           " default_max_runtime_s, max_max_runtime_s) VALUES ($1, $2, $3)",
+                           " default_max_runtime_s, max_max_runtime_s, min_run_time_s)"
+                           " VALUES ($1, $2, $3, $4)",
                            {cls, OptSeconds(rt.default_max_runtime),
-                            OptSeconds(rt.max_max_runtime)})
+                            OptSeconds(rt.max_max_runtime), OptSeconds(rt.min_run_time)})
                         .status());
   }
   ASSIGN_OR_RETURN(auto saved, ReadSettings(c));

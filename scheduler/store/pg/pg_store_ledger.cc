@@ -145,7 +145,8 @@ StatusOr<CostReport> PgStore::Cost(const CostQuery& q) {
     ASSIGN_OR_RETURN(
         auto pl,
         c.Exec("cost_pool_paid",
-               "SELECT p.id, p.name, p.capacity_kind, p.max_gpus, p.price_micros_per_gpu_hour,"
+               "SELECT p.id, p.name, p.capacity_kind, " FRUGAL_PAID_GPUS("p") ","
+               " p.price_micros_per_gpu_hour,"
                " greatest($1::timestamptz, p.created_at) AS s FROM pools p ORDER BY p.name",
                {params[0]}));
     for (int i = 0; i < pl.rows(); ++i) {

@@ -29,8 +29,8 @@ constexpr const char* kPoolUse =
     " coalesce((SELECT sum(a.gpus) FROM attempts a JOIN nodes n ON n.id = a.node_id"
     "   WHERE n.pool_id = p.id AND a.ended_at IS NULL), 0),"
     " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'live'),"
-    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'draining')"
-    " FROM pools p ORDER BY p.name";
+    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'draining'),"
+    " " FRUGAL_PAID_GPUS("p") " FROM pools p ORDER BY p.name";
 
 // The ledger plus unbilled attempts up to now, priced by the same F as the cost report;
 // the rate is what running attempts cost per hour at their pool's price.
@@ -115,7 +115,7 @@ StatusOr<StoreMetrics> PgStore::LoadMetrics() {
     ASSIGN_OR_RETURN(auto pools, c.Exec("metrics_pools", kPoolUse));
     for (int i = 0; i < pools.rows(); ++i) {
       m.pools.push_back({pools.Text(i, 0), pools.Text(i, 1), pools.Int(i, 2), pools.Int(i, 3),
-                         pools.Int(i, 4), pools.Int(i, 5), pools.Int(i, 6)});
+                         pools.Int(i, 4), pools.Int(i, 5), pools.Int(i, 6), pools.Int(i, 7)});
     }
     ASSIGN_OR_RETURN(auto spend, c.Exec("metrics_spend", kSpend));
     for (int i = 0; i < spend.rows(); ++i) {

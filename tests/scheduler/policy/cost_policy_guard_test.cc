@@ -120,8 +120,35 @@ TEST_F(PreemptionTest, SparesJobsBelowTheMinimumRunTimeAndToleranceNone) {
   s_.running = {checkpointed_, restartable_};
   auto plan = Decide();
   EXPECT_TRUE(plan.stops.empty());
+  // `why` says when the protection ends and the preemption will make room (issue 17).
   EXPECT_EQ(WaitReason(plan, 1),
+            "waiting: no room for 4 GPU(s) in the pool(s) it may use (a100-od); job 1 can "
+            "preempt job 50 at 00:05 UTC, when its 10-minute protection ends");
+  // Tolerance none is never preempted: no time is promised for it alone.
+  checkpointed_.tolerance = Tolerance::kNone;
+  s_.running = {checkpointed_, restartable_};
+  EXPECT_EQ(WaitReason(Decide(), 1),
             "waiting: no room for 4 GPU(s) in the pool(s) it may use (a100-od)");
+}
+
+// The protection window is per priority class (issue 17): the store gives each running
+// attempt its class's min_run_time; unset, the policy's default (10 minutes) holds.
+TEST_F(PreemptionTest, TheProtectionWindowIsTheVictimsClasses) {
+  checkpointed_.started_at = At(-5min);
+  restartable_.tolerance = Tolerance::kNone;
+  checkpointed_.min_run_time = 2min;  // its class protects for 2 minutes only
+  s_.running = {checkpointed_, restartable_};
+  auto plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 100);
+  checkpointed_.min_run_time = 30min;
+  s_.running = {checkpointed_, restartable_};
+  plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_NE(WaitReason(plan, 1).find("job 1 can preempt job 50 at 00:25 UTC, when its "
+                                     "30-minute protection ends"),
+            std::string::npos)
+      << WaitReason(plan, 1);
 }
 
 TEST_F(PreemptionTest, NeverPreemptsTheSameOrAHigherClass) {

@@ -97,6 +97,47 @@ TEST_F(QuoteTest, NoSafePoolMeansNoDeadlineGuarantee) {
   EXPECT_NE(q.refusal.find("no reserved or on-demand pool can run this job"), std::string::npos);
 }
 
+// Issue 17: a quote names only pools whose nodes hold the job. The reserved pool's nodes
+// have 2 GPUs: "$x on res" for a 4-GPU job was a quote nothing could honour.
+TEST_F(QuoteTest, NamesOnlyPoolsWhoseNodesHoldTheJob) {
+  PolicyConfig one_node;
+  one_node.multi_node_gangs = false;  // as the scheduler runs today
+  pools_[0].largest_node_gpus = 2;
+  job_.gpus = 4;
+  Quote q = QuoteJob(job_, pools_, T0(), one_node);
+  EXPECT_FALSE(Of(q, 1).allowed);
+  EXPECT_EQ(Of(q, 1).why_not, "nodes have 2 GPU(s)");
+  ASSERT_TRUE(q.recommended.has_value());
+  EXPECT_NE(*q.recommended, 1);
+  EXPECT_TRUE(q.unplaceable.empty()) << "pools of unknown node size may still hold it";
+  job_.gpus = 2;
+  EXPECT_TRUE(Of(QuoteJob(job_, pools_, T0(), one_node), 1).allowed);
+}
+
+// Until gangs span nodes, a job that no node of any pool it may use can hold is refused
+// at submit (422), with the largest node named; a provider's node size counts as known.
+TEST_F(QuoteTest, NoNodeHoldsTheJobWhenEveryAllowedPoolsNodesAreTooSmall) {
+  PolicyConfig one_node;
+  one_node.multi_node_gangs = false;
+  pools_[0].largest_node_gpus = 2;
+  pools_[1].largest_node_gpus = 8;
+  pools_[2].largest_node_gpus = 1;  // h100: not allowed for this a100 job anyway
+  pools_[3].node_gpus = 4;          // spot nodes come from a provider, 4 GPUs each
+  job_.gpu_types = {"a100"};
+  job_.gpus = 16;
+  Quote q = QuoteJob(job_, pools_, T0(), one_node);
+  EXPECT_FALSE(q.recommended.has_value());
+  EXPECT_NE(q.unplaceable.find("no node can hold 16 GPUs"), std::string::npos) << q.unplaceable;
+  EXPECT_NE(q.unplaceable.find("8 GPUs (pool od)"), std::string::npos) << q.unplaceable;
+  job_.gpus = 8;
+  EXPECT_TRUE(QuoteJob(job_, pools_, T0(), one_node).unplaceable.empty());
+  // With gangs across nodes (the simulator's setting) nothing is refused for size.
+  job_.gpus = 16;
+  PolicyConfig gangs;
+  gangs.multi_node_gangs = true;
+  EXPECT_TRUE(QuoteJob(job_, pools_, T0(), gangs).unplaceable.empty());
+}
+
 TEST(PendingFromSpecTest, CopiesWhatThePolicyNeeds) {
   model::JobSpec spec;
   spec.gpus = 4;

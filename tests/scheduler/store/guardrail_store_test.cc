@@ -163,6 +163,27 @@ TEST_F(GuardrailStoreTest, SettingsAndTeamIdlePolicyRoundTrip) {
             StatusCode::kNotFound);
 }
 
+// Priority preemption's protection window is per class (issue 17): saved with the
+// guardrails, and given to each running attempt in the snapshot by its job's class.
+TEST_F(GuardrailStoreTest, ProtectionWindowComesWithTheJobsClass) {
+  Running();  // a "normal" job, before any class setting
+  auto snap = store_->LoadSnapshot(100);
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->running.size(), 1u);
+  EXPECT_FALSE(snap->running[0].min_run_time.has_value()) << "unset: the policy's default";
+  model::GuardrailSettings s = *store_->GetGuardrails();
+  s.runtimes["normal"].min_run_time = Seconds(120);
+  s.runtimes["low"].min_run_time = Seconds(0);
+  ASSERT_TRUE(store_->SetGuardrails(s).ok());
+  auto back = store_->GetGuardrails();
+  EXPECT_EQ(back->runtimes.at("normal").min_run_time, Seconds(120));
+  EXPECT_EQ(back->runtimes.at("low").min_run_time, Seconds(0));
+  EXPECT_FALSE(back->runtimes.at("low").default_max_runtime.has_value());
+  snap = store_->LoadSnapshot(100);
+  ASSERT_EQ(snap->running.size(), 1u);
+  EXPECT_EQ(snap->running[0].min_run_time, Seconds(120));
+}
+
 TEST_F(GuardrailStoreTest, HeldForApprovalUntilApprovedAndCancelStillWorks) {
   SubmitRequest r;
   r.spec.command = {"train"};
