@@ -183,6 +183,7 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
                               {"team", team}, {"user", user}}};
          }));
   RegisterAdminAuditRoutes(s, ctx);
+  RegisterNodeRoutes(s, ctx);
 }
 
 }  // namespace frugal::api

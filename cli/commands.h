@@ -149,6 +149,7 @@ class Commands {
   void AddGuardrails(CLI::App& admin);
   // admin apply, get, audit, token list|revoke (cli/admin_commands.cc)
   void AddAdminConfig(CLI::App& admin);
+  void AddNode(CLI::App& admin);  // admin node list|drain|undrain|remove (cli/node_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
 
@@ -157,6 +158,7 @@ class Commands {
   ListOptions list_;
   std::int64_t job_id_ = 0;  // status and cancel
   std::int64_t why_job_ = 0;
+  std::string node_name_;  // admin node drain|undrain|remove
   struct QuotaOptions {
     std::string team;
     std::optional<int> reserved, on_demand, spot;
