@@ -101,6 +101,9 @@ void RegisterJobRoutes(Router& server, Context& ctx);
 void RegisterAdminRoutes(Router& server, Context& ctx);
 // routes_audit.cc (called by RegisterAdminRoutes): tokens list/revoke, audit, apply.
 void RegisterAdminAuditRoutes(Router& server, Context& ctx);
+// routes_nodes.cc (called by RegisterAdminRoutes): node list, drain, undrain, remove.
+void RegisterNodeRoutes(Router& server, Context& ctx);
+json EncodeNode(const store::NodeInfo& n);
 // routes_admin.cc: pools and quotas as the API reads and writes them (apply reuses them).
 json EncodePool(const model::Pool& p);
 StatusOr<model::Pool> DecodePool(const json& body);

@@ -196,6 +196,7 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
                               {"team", team}, {"user", user}}};
          }));
   RegisterAdminAuditRoutes(s, ctx);
+  RegisterNodeRoutes(s, ctx);
 }
 
 }  // namespace frugal::api

@@ -174,6 +174,11 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
              hb.draining = body["draining"].get<bool>();
            }
            ASSIGN_OR_RETURN(auto reply, ctx.workers.Heartbeat(hb, ctx.options.lease_ttl));
+           if (reply.notice_withdrawn) {
+             spdlog::info(R"("event":"notice_withdrawn","node":"{}","lease_epoch":{})",
+                          JsonEscape(hb.node), hb.lease_epoch);
+             ctx.engine.Kick();  // it takes work again
+           }
            json assignments = json::array(), stops = json::array();
            for (const auto& o : reply.assignments) assignments.push_back(EncodeOrder(o));
            for (const auto& st : reply.stops) {

@@ -175,7 +175,8 @@ std::string PathTemplate(const std::string& pattern) {
   for (auto pos = out.find(kGroup); pos != std::string::npos; pos = out.find(kGroup, pos)) {
     const bool team = pos >= 7 && out.compare(pos - 7, 7, "/teams/") == 0;
     const bool web = pos >= 5 && out.compare(pos - 5, 5, "/web/") == 0;
-    const std::string name = team ? "{team}" : web ? "{file}" : "{id}";
+    const bool node = pos >= 7 && out.compare(pos - 7, 7, "/nodes/") == 0;
+    const std::string name = team ? "{team}" : web ? "{file}" : node ? "{node}" : "{id}";
     out.replace(pos, kGroup.size(), name);
     pos += name.size();
   }

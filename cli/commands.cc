@@ -530,6 +530,7 @@ void Commands::AddAdmin(CLI::App& app) {
   AddAdminBudget(*admin);
   AddGuardrails(*admin);
   AddAdminConfig(*admin);
+  AddNode(*admin);
 }
 
 int Commands::Run(std::ostream& out, std::ostream& err) {

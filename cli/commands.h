@@ -156,6 +156,7 @@ class Commands {
   void AddGuardrails(CLI::App& admin);
   // admin apply, get, audit, token list|revoke (cli/admin_commands.cc)
   void AddAdminConfig(CLI::App& admin);
+  void AddNode(CLI::App& admin);  // admin node list|drain|undrain|remove (cli/node_commands.cc)
   // Makes `action` the one Run executes when `sub` appears on the command line.
   void OnParsed(CLI::App& sub, Action action);
   // Output formats `sub` prints besides table and json (csv, yaml); -o anything else is a
@@ -170,6 +171,7 @@ class Commands {
   std::int64_t job_id_ = 0;  // status
   CancelOptions cancel_;
   std::int64_t why_job_ = 0;
+  std::string node_name_;  // admin node drain|undrain|remove
   struct QuotaOptions {
     std::string team;
     std::optional<int> reserved, on_demand, spot;

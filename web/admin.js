@@ -1,5 +1,6 @@
-// Admin (admin token): pools, teams with their quotas and budgets, read-only, and the same
-// as YAML in the shape of the cluster file (`frugal admin apply -f`).
+// Admin (admin token): pools, nodes (GET /v1/admin/nodes), teams with their quotas and
+// budgets, read-only, and the same as YAML in the shape of the cluster file
+// (`frugal admin apply -f`).
 'use strict';
 
 (() => {
@@ -51,7 +52,8 @@
       root.append(el('h1', {}, 'Admin'), absent('The admin pages need an admin token.'));
       return;
     }
-    const [pools, teams] = await Promise.all([Frugal.api('/v1/admin/pools'), Frugal.api('/v1/admin/teams')]);
+    const [pools, teams, nodes] = await Promise.all([Frugal.api('/v1/admin/pools'),
+      Frugal.api('/v1/admin/teams'), Frugal.optional('/v1/admin/nodes')]);
     const details = await Promise.all(teams.teams.map(async (t) => {
       const name = encodeURIComponent(t.name);
       const [quota, budget] = await Promise.all([
@@ -66,6 +68,16 @@
       el('td', { class: 'num' }, `${p.speed}×`),
       el('td', { class: 'num' }, p.capacity_kind === 'spot'
         ? `${Number(p.preemption_rate_per_node_hour || 0).toFixed(3)} /node·h, outages ${Number(p.mean_outage_hours || 0).toFixed(1)} h` : '–')));
+    // One row per node: state with why it drains (admin, notice, shutdown), the lease's age
+    // (since the last heartbeat), its running attempts, the last mean GPU utilisation.
+    const nodeRows = ((nodes && nodes.nodes) || []).map((n) => el('tr', { 'data-node': n.name },
+      el('td', {}, n.name), el('td', {}, n.pool),
+      el('td', {}, `${n.gpus} × ${n.gpu_type} ${n.gpu_mem_gb} GB`),
+      el('td', {}, Frugal.state(n.state), n.drain ? ` (${n.drain}${n.drained_by ? ` by ${n.drained_by}` : ''})` : ''),
+      el('td', { class: 'num' }, Frugal.duration(n.lease_age_seconds)),
+      el('td', { class: 'num' }, String(n.running_attempts)),
+      el('td', { class: 'num' }, n.gpu_utilization === null ? '–' : `${Number(n.gpu_utilization).toFixed(0)} %`),
+      el('td', { class: 'num' }, Frugal.duration(n.credential_age_seconds))));
     const teamRows = details.map((t) => el('tr', {},
       el('td', {}, t.name), el('td', {}, kinds(t.quota)), el('td', {}, budgetText(t.budget))));
     const anyBudget = details.some((t) => t.budget);
@@ -98,6 +110,10 @@
       el('p', { class: 'muted' }, 'Read-only. Change these with frugal admin pool set, frugal admin quota set and the admin API.'),
       card('Pools', poolRows.length ? table(['pool', 'kind', 'GPU type', 'GPU memory ', 'live of max ', 'price ',
         'speed ', 'learned reclaims and mean outage '], poolRows, { 'data-testid': 'admin-pools' }) : absent('No pools.')),
+      card('Nodes', nodeRows.length ? table(['node', 'pool', 'GPUs', 'state', 'lease age ', 'running ',
+        'GPU util ', 'credential age '], nodeRows, { 'data-testid': 'admin-nodes' })
+        : absent(nodes ? 'No nodes.' : 'This scheduler has no node route.')),
+      el('p', { class: 'muted' }, 'Drain, undrain or remove a node with frugal admin node drain|undrain|remove NODE.'),
       card('Teams: quotas and budgets', table(['team', 'quota (concurrent GPUs)', 'budget'], teamRows,
         { 'data-testid': 'admin-teams' }),
       anyBudget ? null : absent('No budgets: this scheduler has no budget route, or no team has a budget.')),

@@ -70,7 +70,11 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
   RETURN_IF_ERROR(RegisterFirst(should_stop));
   for (;;) {
     if (!stopping_ && should_stop()) BeginShutdown();
-    if (!notice_ && !stopping_ && notices_.Check()) OnNotice();
+    if (!stopping_) {
+      const bool notice = notices_.Check();
+      if (notice && !notice_) OnNotice();
+      if (!notice && notice_) OnNoticeWithdrawn();
+    }
     ServiceAttempts();
     EnforceLease();
     if (stopping_ && (attempts_.empty() || clock_.Now() >= give_up_at_)) break;
@@ -396,6 +400,14 @@ void Agent::OnNotice() {
                JsonEscape(notices_.source()), attempts_.size());
   StopAll(Outcome::kPreempted);
   next_heartbeat_ = clock_.Now();  // tell the scheduler now: it stops placing work here
+}
+
+void Agent::OnNoticeWithdrawn() {
+  // Not reclaimed after all: the scheduler makes the node ready again when the next
+  // heartbeat carries no notice (decision 0021). What the notice stopped stays stopped.
+  notice_ = false;
+  spdlog::info(R"("event":"notice_withdrawn","attempts":{})", attempts_.size());
+  next_heartbeat_ = clock_.Now();
 }
 
 StatusOr<api::ClientResponse> Agent::Post(const std::string& path, const json& body) {

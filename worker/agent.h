@@ -121,6 +121,7 @@ class Agent {
   void ReportLateResults();
   void BeginShutdown();
   void OnNotice();
+  void OnNoticeWithdrawn();  // the notice source withdrew it: take work again
 
   // Attempts: starting, stopping, reaping, reporting.
   void Start(const Assignment& order, std::vector<int> gpu_indices);
@@ -172,7 +173,7 @@ class Agent {
   GpuAllocator gpus_;
   JobUsers job_users_;
 
-  bool notice_ = false;    // spot notice: report it, stop everything, start nothing
+  bool notice_ = false;    // spot notice: report it, stop everything, start nothing (until withdrawn)
   bool stopping_ = false;  // worker shutdown: stop everything, report, exit; drains like notice_
   Timestamp give_up_at_{};
 };

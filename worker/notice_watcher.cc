@@ -189,26 +189,35 @@ void NoticeWatcher::InstallSignalHandler() {
 }
 
 bool NoticeWatcher::Check() {
-  if (!source_.empty()) return true;
   std::error_code ec;
+  // The URL is polled even while another source gives notice, so its answer is current
+  // when that source withdraws.
+  const bool url = !options_.url.empty() && CheckUrl();
   if (g_sigusr1 != 0) {
     source_ = "SIGUSR1";
   } else if (!options_.file.empty() && std::filesystem::exists(options_.file, ec)) {
     source_ = "file " + options_.file;
-  } else if (!options_.url.empty() && CheckUrl()) {
+  } else if (url) {
     source_ = "metadata " + options_.url;
+  } else {
+    source_.clear();
   }
   return !source_.empty();
 }
 
 bool NoticeWatcher::CheckUrl() {
   const Timestamp now = clock_.Now();
-  if (now < next_poll_) return false;
+  if (now < next_poll_) return url_notice_;
   next_poll_ = now + options_.poll_interval;
   auto answer = fetch_(MetadataRequest());
-  if (!answer.ok()) return false;  // no metadata server is not a notice
-  if (options_.format == "aws" && answer->status == 401) aws_token_.clear();  // expired
-  return IsNotice(options_.format, *answer);
+  // No answer is neither a notice nor its withdrawal: the last answer stands.
+  if (!answer.ok()) return url_notice_;
+  if (options_.format == "aws" && answer->status == 401) {
+    aws_token_.clear();  // expired: an answer about the token, not about the notice
+    return url_notice_;
+  }
+  url_notice_ = IsNotice(options_.format, *answer);
+  return url_notice_;
 }
 
 HttpRequest NoticeWatcher::MetadataRequest() {

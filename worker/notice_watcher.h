@@ -1,7 +1,9 @@
 // Spot interruption notices. A notice may come from any of three sources, all optional:
 // a file that appears (tests, demos, a node's own shutdown hook), SIGUSR1 sent to the
 // worker, or a cloud metadata URL polled every few seconds (AWS spot instance-action,
-// GCP preempted). Once any source has spoken, the notice stands for the worker's life.
+// GCP preempted). A file or metadata notice stands while its source says so: the file
+// removed, or the metadata answering "no notice" again (AWS 404, GCP FALSE), withdraws it
+// (decision 0021). SIGUSR1 cannot be taken back: it stands for the worker's life.
 //
 // Threading: Check() is called from the agent's single thread. The SIGUSR1 handler only
 // sets a sig_atomic_t flag, which Check() reads.
@@ -59,10 +61,11 @@ class NoticeWatcher {
   static void InstallSignalHandler();
 
   // Looks at every source (the URL at most once per poll interval; a slow metadata server
-  // costs the caller up to http_timeout). True once any has given notice, ever after.
+  // costs the caller up to http_timeout). True while any source gives notice. Between
+  // polls, and when the metadata server cannot be reached, the URL's last answer stands.
   bool Check();
 
-  // Which source gave notice ("file /path", "SIGUSR1", "metadata http://..."), or "".
+  // Which source gives notice ("file /path", "SIGUSR1", "metadata http://..."), or "".
   const std::string& source() const { return source_; }
 
  private:
@@ -74,6 +77,7 @@ class NoticeWatcher {
   HttpFetch fetch_;
   Timestamp next_poll_{};
   std::string aws_token_;  // IMDSv2 session token; empty: get one (or fall back to IMDSv1)
+  bool url_notice_ = false;  // the metadata URL's last usable answer
   std::string source_;
 };
 

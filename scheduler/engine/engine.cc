@@ -1,5 +1,6 @@
 #include "scheduler/engine/engine.h"
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -112,8 +113,13 @@ class Engine::Impl {
     }
     if (!leader) return Status::Ok();
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
-    ASSIGN_OR_RETURN(int lost, store_.SweepLostNodes());
-    if (lost > 0) spdlog::warn(R"("event":"node_lost","attempts_requeued":{})", lost);
+    ASSIGN_OR_RETURN(auto lost, store_.SweepLostNodes());
+    for (const auto& node : lost) {
+      // One line per node, naming it and what it ran, so an operator can follow each job.
+      spdlog::warn(R"("event":"node_lost","node":"{}","attempts":[{}],"jobs":[{}],"attempts_requeued":{})",
+                   JsonEscape(node.name), fmt::join(node.attempts, ","),
+                   fmt::join(node.jobs, ","), node.attempts.size());
+    }
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
     // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
     RETURN_IF_ERROR(ReclaimIdleGpus(store_, snapshot).status());

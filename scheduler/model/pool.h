@@ -69,4 +69,11 @@ struct Node {
   std::optional<Timestamp> idle_since{};  // since when no attempt has run here; empty while busy
 };
 
+// Registration's check of a node against its pool (decision 0021). The GPU types match
+// ignoring case ("a100" as a worker detects it is the pool's "A100"); the memory matches
+// within 10 % of the pool's (nvidia-smi reports a 16 GB T4 as 15 GB). A pool with no type
+// (empty) or no memory (0) accepts any. FailedPrecondition naming both sides, e.g. "node
+// gpu T4 16 GB does not match pool a100-spot (A100, 80 GB)".
+Status CheckNodeFitsPool(const Node& node, const Pool& pool);
+
 }  // namespace frugal::model

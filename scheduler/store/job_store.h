@@ -153,6 +153,44 @@ struct ConfigChange {
 };
 const char* ToString(ConfigChange::Kind k);
 
+// A node as administrators see it (GET /v1/admin/nodes, decision 0021). Times are database
+// time; `as_of` is the database's now() when the row was read, for ages.
+struct NodeInfo {
+  model::NodeId id = 0;
+  std::string name;
+  std::string pool;
+  int gpus = 0;
+  std::string gpu_type;
+  int gpu_mem_gb = 0;
+  // ready: takes work. draining: takes no new work (see `drain`). lost: its lease lapsed
+  // (or its state is lost); it takes nothing until its worker registers again.
+  std::string state;
+  // Why it is draining, when it is: "admin" (an admin drain, cleared only by undrain),
+  // "notice" (a spot notice, cleared when the worker reports it withdrawn), "shutdown" (the
+  // worker is stopping). An admin drain is reported even on a lost node.
+  std::string drain;
+  std::optional<std::string> drained_by;
+  std::optional<Timestamp> drained_at;
+  std::optional<Timestamp> notice_at;
+  std::int64_t lease_epoch = 0;
+  Timestamp registered_at{};
+  std::optional<Timestamp> last_heartbeat_at;
+  Timestamp lease_expires_at{};
+  int running_attempts = 0;  // active (not yet ended) attempts on the node
+  // Mean utilisation (percent) over the GPUs of the last heartbeat's readings; empty when
+  // no reading had a number.
+  std::optional<double> gpu_utilization;
+  std::optional<Timestamp> credential_issued_at;  // migration 0016
+  Timestamp as_of{};
+};
+
+// A node the lost-node sweep declared lost, and the attempts it ended there.
+struct LostNode {
+  std::string name;
+  std::vector<model::AttemptId> attempts;
+  std::vector<model::JobId> jobs;
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -254,11 +292,28 @@ class JobStore {
     return UpsertPool(SystemActor(), pool);
   }
 
+  // --- nodes (decision 0021); each change is audited with `actor`, action node.drain,
+  // node.undrain or node.remove, subject "node/NAME". NotFound for an unknown or removed
+  // node. ---
+  // Every node not removed, by name.
+  virtual StatusOr<std::vector<NodeInfo>> ListNodes() = 0;
+  // No new placements on the node; its running attempts continue. Already drained by an
+  // admin: unchanged, no audit row.
+  virtual StatusOr<NodeInfo> DrainNode(const Principal& actor, const std::string& name) = 0;
+  // Clears an admin drain (not a spot notice's or a shutdown's). Not drained: unchanged.
+  virtual StatusOr<NodeInfo> UndrainNode(const Principal& actor, const std::string& name) = 0;
+  // Removes the node from the cluster: it is no longer listed and its credential stops
+  // working (a worker still running there must register again with a join token, and then
+  // reappears as a new registration). Allowed when its lease is lost (its active attempts
+  // end node_lost and their jobs are pending again), or when an admin drained it and no
+  // attempt is active on it. Otherwise Conflict, saying which. Returns the node as it was.
+  virtual StatusOr<NodeInfo> RemoveNode(const Principal& actor, const std::string& name) = 0;
+
   // --- engine ---
   // Nodes whose lease (database time) expired become lost; their active attempts end
-  // node_lost and their jobs are pending again with their checkpoints. Returns how many
-  // attempts were ended.
-  virtual StatusOr<int> SweepLostNodes() = 0;
+  // node_lost (or preempted, after a spot notice) and their jobs are pending again with
+  // their checkpoints. Returns each node declared lost, with what it ended.
+  virtual StatusOr<std::vector<LostNode>> SweepLostNodes() = 0;
   // True while this store's dedicated session holds the scheduler leader lock.
   virtual StatusOr<bool> TryLeadership() = 0;
   // Pending jobs (at most `max_pending`, in claim order), active attempts (with their idle

@@ -31,7 +31,10 @@ struct HeartbeatRequest {
   std::int64_t lease_epoch = 0;
   std::vector<model::AttemptId> running;
   std::string gpu_stats_json = "[]";
-  bool notice = false;    // a spot interruption notice: counts toward the pool's learned rate
+  // A spot interruption notice: counts toward the pool's learned rate while it stands. A
+  // node under notice that heartbeats with neither flag had its notice withdrawn: it is
+  // ready again and the notice no longer counts (decision 0021).
+  bool notice = false;
   bool draining = false;  // the worker is shutting down: place nothing new, learn nothing
   // Per attempt: [{"attempt_id", "utilization"?, "memory_used_mb"?}] over the attempt's own
   // GPUs (busiest GPU). A missing utilization is unknown, and unknown is never idle.
@@ -68,6 +71,8 @@ struct AttemptAuth {
 struct HeartbeatReply {
   std::vector<AttemptOrder> assignments;
   std::vector<StopOrder> stops;
+  // This heartbeat withdrew the node's spot notice: it takes work again (decision 0021).
+  bool notice_withdrawn = false;
 };
 
 struct CheckpointReport {

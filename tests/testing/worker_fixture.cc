@@ -62,6 +62,8 @@ WorkerProcess::~WorkerProcess() { Crash(); }
 
 void WorkerProcess::Notice() { std::ofstream(options_.dir + "/notice") << "terminate\n"; }
 
+void WorkerProcess::WithdrawNotice() { std::filesystem::remove(options_.dir + "/notice"); }
+
 void WorkerProcess::Crash() {
   if (child_->Wait(std::chrono::milliseconds(0))) return;
   // Groups first: once the worker is gone its children are re-parented and lost to us.

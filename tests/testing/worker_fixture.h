@@ -32,6 +32,8 @@ class WorkerProcess {
 
   // Creates the notice file: the worker sees a spot interruption notice.
   void Notice();
+  // Removes the notice file: the notice is withdrawn (the node was not reclaimed).
+  void WithdrawNotice();
   // SIGKILL the worker and every process group it started: a node that vanished.
   void Crash();
   // SIGTERM and wait; returns the exit code.

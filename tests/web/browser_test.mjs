@@ -8,7 +8,8 @@
 //      every row's pool and cost with one list request (no timeline per row), and at
 //      1280x800 the Overview's budget column fits its card;
 //   d. the Cost page's totals equal `frugal cost -o json`'s, to the micro-dollar; the Admin
-//      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing;
+//      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing; its Nodes
+//      card lists the workers and shows a node drained with `frugal admin node drain`;
 //   e. no page threw a script error. Screenshots of every page go to FRUGAL_ARTIFACTS.
 // Environment: FRUGAL_SCHEDULER_BIN, FRUGAL_CLI_BIN, FRUGAL_SOURCE_DIR, FRUGAL_ARTIFACTS,
 // CHROMIUM (default /usr/bin/chromium).
@@ -276,7 +277,17 @@ try {
   fs.writeFileSync(clusterFile, await page.textContent('[data-testid=admin-yaml]'));
   const diff = JSON.parse(cli(admin, ['admin', 'apply', '-f', clusterFile, '--dry-run', '--output', 'json']));
   assert.equal(diff.summary.created + diff.summary.updated, 0, JSON.stringify(diff.changes));
+  // The Nodes card lists every local worker; a node drained with the CLI shows it, by whom.
+  const nodes = (await api('/v1/admin/nodes')).nodes;
+  assert.equal(await page.locator('[data-testid=admin-nodes] tbody tr').count(), nodes.length);
+  assert.ok(nodes.length >= 3, JSON.stringify(nodes));
+  const spot = nodes.find((n) => n.pool === 'a100-spot').name;
+  cli(admin, ['admin', 'node', 'drain', spot]);
+  await open('#/admin', '[data-testid=admin-nodes]');
+  assert.match(await page.textContent(`[data-testid=admin-nodes] tr[data-node="${spot}"]`),
+    /a100-spot.*2 × a100 80 GB.*draining \(admin by admin\)/);
   await shot('admin');
+  cli(admin, ['admin', 'node', 'undrain', spot]);
 
   // A researcher sees the same dashboard, scoped to the team, without the Admin page.
   await page.click('#logout');

@@ -66,7 +66,13 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) override;
   StatusOr<std::vector<model::Pool>> ListPools() override;
 
-  StatusOr<int> SweepLostNodes() override;
+  // pg_store_nodes.cc
+  StatusOr<std::vector<NodeInfo>> ListNodes() override;
+  StatusOr<NodeInfo> DrainNode(const Principal& actor, const std::string& name) override;
+  StatusOr<NodeInfo> UndrainNode(const Principal& actor, const std::string& name) override;
+  StatusOr<NodeInfo> RemoveNode(const Principal& actor, const std::string& name) override;
+
+  StatusOr<std::vector<LostNode>> SweepLostNodes() override;
   StatusOr<bool> TryLeadership() override;
   StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
@@ -157,6 +163,9 @@ struct PoolChange {
   ConfigChange change;
   model::Pool pool;  // with its id
 };
+// Ends every active attempt on `node` as its lease being lost (node_lost, or preempted
+// after a spot notice), requeues their jobs and bills them (pg_store_workers.cc).
+StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node);
 StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model::Pool& pool);
 struct TeamChange {
   ConfigChange change;

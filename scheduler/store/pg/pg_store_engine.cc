@@ -112,7 +112,10 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                                     "   max(a.ended_at) FROM attempts a WHERE a.node_id ="
                                     "   nodes.id))") " END"
                                     " FROM nodes"
-                                    " WHERE state = 'live' AND lease_expires_at > now() ORDER BY id"));
+                                    // An admin-drained node takes nothing new
+                                    // (decision 0021); its attempts are in `running`.
+                                    " WHERE state = 'live' AND lease_expires_at > now()"
+                                    " AND drained_at IS NULL ORDER BY id"));
     for (int i = 0; i < n.rows(); ++i) {
       model::Node node;
       node.id = n.Int(i, 0);
@@ -247,7 +250,8 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  // epoch), and one still running waits for this transaction and then ends
                  // what it assigned. Either way no attempt keeps a stale epoch.
                  "WITH live AS (SELECT id, lease_epoch FROM nodes WHERE id = ANY($2::bigint[])"
-                 "   AND state = 'live' AND lease_expires_at > now() ORDER BY id FOR UPDATE),"
+                 "   AND state = 'live' AND lease_expires_at > now() AND drained_at IS NULL"
+                 "   ORDER BY id FOR UPDATE),"
                  " a AS (SELECT t.*, live.lease_epoch FROM unnest($1::bigint[], $2::bigint[],"
                  "   $3::int[], ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
                  "   AS t(job_id, node_id, gpus, reason, expected) JOIN live ON live.id = t.node_id),"

@@ -28,8 +28,11 @@ constexpr const char* kPoolUse =
     "   AND n.state IN ('live', 'draining')), 0),"
     " coalesce((SELECT sum(a.gpus) FROM attempts a JOIN nodes n ON n.id = a.node_id"
     "   WHERE n.pool_id = p.id AND a.ended_at IS NULL), 0),"
-    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'live'),"
-    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'draining'),"
+    // An admin-drained node (decision 0021) counts as draining, as the node list shows it.
+    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'live'"
+    "   AND n.drained_at IS NULL),"
+    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND (n.state = 'draining'"
+    "   OR (n.state = 'live' AND n.drained_at IS NOT NULL))),"
     " " FRUGAL_PAID_GPUS("p") " FROM pools p ORDER BY p.name";
 
 // The ledger plus unbilled attempts up to now, priced by the same F as the cost report;

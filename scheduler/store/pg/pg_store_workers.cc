@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <sstream>
 
 #include "common/crypto.h"
 
@@ -22,7 +23,7 @@ constexpr const char* kEndLostAttempts =
     "   end_reason = CASE WHEN lost.notice_at IS NULL THEN 'node_lost' ELSE 'preempted' END"
     "   FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
     "   AND a.lease_epoch < lost.below_epoch"
-    "   RETURNING a.job_id, lost.name, a.end_reason),"
+    "   RETURNING a.id, a.job_id, lost.name, a.end_reason),"
     " requeued AS (UPDATE jobs j SET"
     "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
     "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
@@ -33,14 +34,44 @@ constexpr const char* kEndLostAttempts =
     "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
     "   RETURNING j.id, j.state, j.reason),"
     " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-    "   SELECT id, 'state_changed', 'running', state, reason FROM requeued)"
-    " SELECT count(*) FROM ended";
+    "   SELECT id, 'state_changed', 'running', state, reason FROM requeued)";
 
 StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
                               const std::vector<PgParam>& params) {
-  ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts, params));
+  ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
+                                            " SELECT count(*) FROM ended",
+                                  params));
   RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   return static_cast<int>(r.Int(0, 0));
+}
+
+// As EndLostAttempts, but tells which node ended which attempts: one row per node of the
+// `lost` CTE, with its attempts and their jobs as "attempt:job" pairs (for the node_lost
+// log line and the node routes).
+StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::string& name,
+                                                      const std::string& lost_cte,
+                                                      const std::vector<PgParam>& params) {
+  ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
+                                            " SELECT l.name, coalesce((SELECT string_agg("
+                                            "e.id::text || ':' || e.job_id::text, ',' ORDER BY"
+                                            " e.id) FROM ended e WHERE e.name = l.name), '')"
+                                            " FROM lost l ORDER BY l.name",
+                                  params));
+  RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
+  std::vector<LostNode> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    LostNode n;
+    n.name = r.Text(i, 0);
+    std::stringstream pairs(r.Text(i, 1));
+    std::string pair;
+    while (std::getline(pairs, pair, ',')) {
+      const auto colon = pair.find(':');
+      n.attempts.push_back(std::stoll(pair.substr(0, colon)));
+      n.jobs.push_back(std::stoll(pair.substr(colon + 1)));
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
 }
 
 // The `below_epoch` of a node whose every attempt is lost.
@@ -93,11 +124,33 @@ long long BackoffSeconds(int failures) {
 
 }  // namespace
 
+namespace pg {
+
+StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node) {
+  return EndLostAttempts(c, "node_end_attempts",
+                         "lost AS (SELECT id, name, notice_at, " + std::string(kAllEpochs) +
+                             " FROM nodes WHERE id = $1)",
+                         {std::to_string(node)});
+}
+
+}  // namespace pg
+
 StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::string& pool_name,
                                                Seconds lease_ttl,
                                                std::optional<model::NodeId> caller) {
   return InTransaction<Registration>(pool_, [&](PgConn& c) -> StatusOr<Registration> {
     Registration reg;
+    // The pool's GPU first (decision 0021): a node of another GPU would be priced and
+    // placed as this pool's.
+    ASSIGN_OR_RETURN(auto p, c.Exec("register_pool_gpu",
+                                    "SELECT gpu_type, gpu_mem_gb FROM pools WHERE name = $1",
+                                    {pool_name}));
+    if (p.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
+    model::Pool pool;
+    pool.name = pool_name;
+    pool.gpu_type = p.Text(0, 0);
+    pool.gpu_mem_gb = static_cast<int>(p.Int(0, 1));
+    RETURN_IF_ERROR(model::CheckNodeFitsPool(n, pool));
     // The node row first: an assignment racing with this registration locks it too, so it
     // either committed before (and its attempt is ended below) or waits and then sees the
     // new epoch (ApplyPlan).
@@ -132,6 +185,11 @@ StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::
                                     " EXCLUDED.lease_expires_at, last_heartbeat_at = now(),"
                                     " credential_sha256 = EXCLUDED.credential_sha256,"
                                     " credential_issued_at = now(),"
+                                    // A removed node comes back as a new one: an admin
+                                    // drain of its earlier life does not carry over.
+                                    " drained_at = CASE WHEN nodes.state = 'gone' THEN NULL"
+                                    " ELSE nodes.drained_at END, drained_by = CASE WHEN"
+                                    " nodes.state = 'gone' THEN NULL ELSE nodes.drained_by END,"
                                     " state = 'live' RETURNING id, lease_epoch",
                                     {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
                                      std::to_string(n.gpu_mem_gb),
@@ -150,10 +208,18 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                                     "UPDATE nodes SET lease_expires_at = now() +"
                                     " make_interval(secs => $3), last_heartbeat_at = now(),"
                                     " gpu_stats = $4::jsonb, state = CASE WHEN $5::bool OR $6::bool THEN"
-                                    " 'draining' ELSE state END, notice_at = CASE WHEN $5::bool"
-                                    " THEN coalesce(notice_at, now()) ELSE notice_at END"
+                                    // A notice withdrawn (the worker reports neither a
+                                    // notice nor a shutdown any more): the node was not
+                                    // reclaimed and takes work again. An admin drain is a
+                                    // column of its own (drained_at) and stays.
+                                    " 'draining' WHEN notice_at IS NOT NULL THEN 'live' ELSE"
+                                    " state END, notice_at = CASE WHEN $5::bool"
+                                    " THEN coalesce(notice_at, now()) WHEN $6::bool THEN"
+                                    " notice_at END"
                                     " WHERE id = $7 AND name = $1 AND lease_epoch = $2"
-                                    " AND state IN ('live', 'draining') RETURNING id",
+                                    " AND state IN ('live', 'draining') RETURNING id,"
+                                    " (SELECT o.notice_at IS NOT NULL FROM nodes o WHERE"
+                                    " o.id = nodes.id) AND notice_at IS NULL",
                                     {req.node, std::to_string(req.lease_epoch),
                                      std::to_string(lease_ttl.count()), req.gpu_stats_json,
                                      req.notice ? "true" : "false",
@@ -164,6 +230,8 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                       " is not current; stop all jobs and register again");
     }
     const std::string node_id = n.Text(0, 0);
+    HeartbeatReply reply;
+    reply.notice_withdrawn = n.Bool(0, 1);
     // An attempt of an older epoch can never be reported (every report is fenced by the
     // current one): end it now rather than leave its job running for as long as the node
     // heartbeats. Registration and assignment lock the node row, so this is a safety net.
@@ -193,7 +261,6 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                            " a.ended_at IS NULL",
                            {node_id, req.usage_json})
                         .status());
-    HeartbeatReply reply;
     ASSIGN_OR_RETURN(
         auto s, c.Exec("heartbeat_stops",
                        "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
@@ -413,9 +480,9 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
   });
 }
 
-StatusOr<int> PgStore::SweepLostNodes() {
-  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    return EndLostAttempts(c, "sweep_lost_nodes",
+StatusOr<std::vector<LostNode>> PgStore::SweepLostNodes() {
+  return InTransaction<std::vector<LostNode>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<LostNode>> {
+    return EndLostAttemptsByNode(c, "sweep_lost_nodes",
                            "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
                            " 'draining') AND lease_expires_at < now()"
                            " RETURNING id, name, notice_at, " + std::string(kAllEpochs) + ")",

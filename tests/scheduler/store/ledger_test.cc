@@ -149,7 +149,8 @@ TEST_F(LedgerTest, LostNodesAttemptsAreBilledAndEntriesAreAppendOnly) {
   Sql("UPDATE nodes SET lease_expires_at = now() - interval '1 second'");
   auto lost = store_->SweepLostNodes();
   ASSERT_TRUE(lost.ok());
-  EXPECT_EQ(*lost, 1);
+  ASSERT_EQ(lost->size(), 1u);
+  EXPECT_EQ(lost->at(0).attempts, std::vector<model::AttemptId>{a});
   EXPECT_EQ(One("SELECT count(*) FROM ledger_entries WHERE attempt_id = " + std::to_string(a) +
                 " AND kind = 'usage'"),
             1);

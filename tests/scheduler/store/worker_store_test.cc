@@ -173,7 +173,11 @@ TEST_F(WorkerStoreTest, ExpiredLeaseRequeuesTheJobs) {
   ASSERT_TRUE((*conn)->ExecScript("UPDATE nodes SET lease_expires_at = now() - interval '1 s'").ok());
   auto swept = store_->SweepLostNodes();
   ASSERT_TRUE(swept.ok());
-  EXPECT_EQ(*swept, 1);
+  // The sweep names the node and what it ran there (the node_lost log line).
+  ASSERT_EQ(swept->size(), 1u);
+  EXPECT_EQ(swept->at(0).name, "w1");
+  EXPECT_EQ(swept->at(0).attempts, std::vector<model::AttemptId>{attempt});
+  EXPECT_EQ(swept->at(0).jobs, std::vector<model::JobId>{job});
   auto d = store_->GetJob(job, std::nullopt);
   EXPECT_EQ(d->job.state, model::JobState::kPending);
   EXPECT_EQ(d->attempts.at(0).end_reason, "node_lost");
