@@ -415,6 +415,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
 
 StatusOr<int> PgStore::SweepLostNodes() {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    RETURN_IF_ERROR(CheckLeaderFence(c));
     return EndLostAttempts(c, "sweep_lost_nodes",
                            "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
                            " 'draining') AND lease_expires_at < now()"
