@@ -255,6 +255,7 @@ TEST_F(HaE2eTest, StandbyTakesOverFromAFrozenLeaderThatThenWritesNothing) {
   const std::string woke = a_->process().Stderr().substr(mark);
   EXPECT_EQ(woke.find("jobs_started"), std::string::npos) << woke;
   EXPECT_EQ(woke.find("leadership_acquired"), std::string::npos) << woke;
+  EXPECT_NE(woke.find("taken over"), std::string::npos) << woke;  // why it lost the term
   EXPECT_EQ(Metric(*a_, "frugal_is_leader"), 0);
   EXPECT_EQ(Metric(*b_, "frugal_is_leader"), 1);
   EXPECT_EQ(Metric(*a_, "frugal_leader_term"), Metric(*b_, "frugal_leader_term"));
