@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 
@@ -189,20 +190,41 @@ std::string WithQuery(const std::string& path,
   return out;
 }
 
+// The comma-separated parts of `base_url`, spaces around each trimmed.
+std::vector<std::string> SplitUrls(const std::string& base_url) {
+  std::vector<std::string> out;
+  std::string::size_type start = 0;
+  while (true) {
+    const auto comma = base_url.find(',', start);
+    std::string part = base_url.substr(start, comma == std::string::npos ? comma : comma - start);
+    const auto first = part.find_first_not_of(" \t");
+    const auto last = part.find_last_not_of(" \t");
+    out.push_back(first == std::string::npos ? "" : part.substr(first, last - first + 1));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 class Client::Impl {
  public:
   Impl(const std::string& base_url, std::string token, ClientOptions options)
       : base_url_(base_url), token_(std::move(token)), options_(options) {
-    auto parsed = ParseBaseUrl(base_url);
-    if (!parsed.ok()) {
-      url_status_ = parsed.status();
-      return;
+    for (const std::string& url : SplitUrls(base_url)) {
+      if (url.empty()) {
+        url_status_ = InvalidArgument("empty scheduler URL in '" + base_url + "'", "url");
+        return;
+      }
+      auto parsed = ParseBaseUrl(url);
+      if (!parsed.ok()) {
+        url_status_ = parsed.status();
+        return;
+      }
+      Endpoint e{url, parsed->prefix, std::make_unique<httplib::Client>(parsed->host, parsed->port)};
+      e.http->set_connection_timeout(options_.timeout);
+      e.http->set_read_timeout(options_.timeout);
+      e.http->set_write_timeout(options_.timeout);
+      endpoints_.push_back(std::move(e));
     }
-    prefix_ = parsed->prefix;
-    http_ = std::make_unique<httplib::Client>(parsed->host, parsed->port);
-    http_->set_connection_timeout(options_.timeout);
-    http_->set_read_timeout(options_.timeout);
-    http_->set_write_timeout(options_.timeout);
   }
 
   const Status& url_status() const { return url_status_; }
@@ -211,7 +233,9 @@ class Client::Impl {
 
   StatusOr<ClientResponse> Get(const std::string& path) {
     RETURN_IF_ERROR(url_status_);
-    return Convert(http_->Get(prefix_ + path, RequestHeaders({})));
+    const auto headers = RequestHeaders({});
+    return Send(/*idempotent=*/true,
+                [&](Endpoint& e) { return e.http->Get(e.prefix + path, headers); });
   }
 
   StatusOr<ClientResponse> Post(const std::string& path, const json& body,
@@ -224,10 +248,59 @@ class Client::Impl {
       // nlohmann refuses to serialise strings that are not UTF-8; say so instead of crashing.
       return InvalidArgument("request contains text that is not valid UTF-8");
     }
-    return Convert(http_->Post(prefix_ + path, RequestHeaders(extra), text, "application/json"));
+    const auto headers = RequestHeaders(extra);
+    return Send(/*idempotent=*/false, [&](Endpoint& e) {
+      return e.http->Post(e.prefix + path, headers, text, "application/json");
+    });
   }
 
  private:
+  struct Endpoint {
+    std::string url;
+    std::string prefix;
+    std::unique_ptr<httplib::Client> http;
+  };
+
+  // Sends through the endpoint that answered last, failing over to the next ones (each
+  // once) when it cannot be reached. Schedulers sharing a database serve the same API, so
+  // any one will do. A request that may have reached a server (a read timeout, a 503) is
+  // tried elsewhere at once only when `idempotent`; either way the next request starts at
+  // the next endpoint, so a frozen scheduler costs one timeout, not one per request.
+  template <typename SendFn>
+  StatusOr<ClientResponse> Send(bool idempotent, SendFn&& send) {
+    const std::size_t n = endpoints_.size();
+    const std::size_t start = current_.load();
+    std::string failures;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = (start + k) % n;
+      Endpoint& e = endpoints_[i];
+      httplib::Result result = send(e);
+      const bool last = k + 1 == n;
+      if (!result) {
+        const std::string why = DescribeTransportError(result.error(), options_.timeout);
+        failures += (failures.empty() ? "" : "; ") + e.url + ": " + why;
+        std::size_t expected = i;  // unless another thread has moved on already
+        current_.compare_exchange_strong(expected, (i + 1) % n);
+        const bool not_sent = result.error() == httplib::Error::Connection ||
+                              result.error() == httplib::Error::ConnectionTimeout;
+        if (!last && (not_sent || idempotent)) continue;
+        return Unavailable(n == 1 ? "cannot reach scheduler at " + e.url + ": " + why
+                                  : "cannot reach any scheduler (" + failures + ")");
+      }
+      if (result->status == 503) {
+        // Not serving now (its database out of reach, at its connection cap): another
+        // scheduler may be. A POST's caller retries as it would on this one.
+        std::size_t expected = i;
+        current_.compare_exchange_strong(expected, (i + 1) % n);
+        if (idempotent && !last) continue;
+        return Convert(result, e.url);
+      }
+      current_.store(i);
+      return Convert(result, e.url);
+    }
+    return Unavailable("no scheduler URL");  // n == 0: not reached (SplitUrls gives one)
+  }
+
   httplib::Headers RequestHeaders(const std::map<std::string, std::string>& extra) const {
     httplib::Headers h{{"Accept", "application/json"}};
     if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
@@ -235,18 +308,14 @@ class Client::Impl {
     return h;
   }
 
-  StatusOr<ClientResponse> Convert(const httplib::Result& result) const {
-    if (!result) {
-      return Unavailable("cannot reach scheduler at " + base_url_ + ": " +
-                         DescribeTransportError(result.error(), options_.timeout));
-    }
+  static StatusOr<ClientResponse> Convert(const httplib::Result& result, const std::string& url) {
     ClientResponse out;
     out.status = result->status;
     for (const auto& [key, value] : result->headers) out.headers.emplace(key, value);
     if (result->body.empty()) return out;
     out.body = json::parse(result->body, nullptr, /*allow_exceptions=*/false);
     if (out.body.is_discarded()) {
-      return Internal("scheduler at " + base_url_ + " answered HTTP " +
+      return Internal("scheduler at " + url + " answered HTTP " +
                       std::to_string(result->status) +
                       " with a body that is not JSON: " + result->body.substr(0, 200));
     }
@@ -257,8 +326,8 @@ class Client::Impl {
   std::string token_;
   const ClientOptions options_;
   Status url_status_;
-  std::string prefix_;
-  std::unique_ptr<httplib::Client> http_;  // null when url_status_ is an error
+  std::vector<Endpoint> endpoints_;     // empty when url_status_ is an error
+  std::atomic<std::size_t> current_{0};  // the endpoint to try first
 };
 
 Client::Client(const std::string& base_url, std::string token, ClientOptions options)

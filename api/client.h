@@ -45,14 +45,18 @@ struct ClientOptions {
   std::chrono::seconds timeout{30};
 };
 
-// One scheduler endpoint. Each request opens its own connection (no keep-alive), so a
-// restarted scheduler is picked up without ceremony.
+// One scheduler, or several that share a database (high availability, decision 0020):
+// `base_url` may list URLs separated by commas. A request goes to the one that answered
+// last; when it cannot be reached the client fails over to the next (any request when the
+// connection failed, so nothing was sent; GETs also after a timeout or a 503), and after
+// any of these the next request starts at the next URL (a POST's caller retries there). Each request opens its own connection (no keep-alive),
+// so a restarted scheduler is picked up without ceremony.
 //
 // Thread-safety: one Client may be shared by threads; its requests are serialised.
 class Client {
  public:
   // `base_url` is "http://host[:port][/prefix]" (port 80 by default; a bare "host:port"
-  // means http). https is not supported. An unusable URL is not an error here: every
+  // means http), or several of them separated by commas. https is not supported. An unusable URL is not an error here: every
   // request then returns it as InvalidArgument, and url_status() reports it up front.
   // An empty `token` sends no Authorization header (for /healthz and /readyz).
   Client(const std::string& base_url, std::string token, ClientOptions options = {});

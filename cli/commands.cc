@@ -340,7 +340,7 @@ Commands::Commands(CLI::App& app) {
   app.footer(
       "The scheduler URL and token come from --url/--token, else $FRUGAL_URL/$FRUGAL_TOKEN, "
       "else\n$XDG_CONFIG_HOME/frugal/config.yaml (default ~/.config/frugal/config.yaml; keys "
-      "url, token).\nExit codes: 0 ok, 1 error, 2 usage error.");
+      "url, token). Several scheduler URLs, comma-separated, fail over\nbetween schedulers that share a database.\nExit codes: 0 ok, 1 error, 2 usage error.");
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
     return "frugal: error: " + CLI::FailureMessage::simple(failed, e);
   });
@@ -350,7 +350,8 @@ Commands::Commands(CLI::App& app) {
                  "Output format: table, json, csv (reports) or yaml (admin get)")
       ->check(CLI::IsMember({"table", "json", "csv", "yaml"}))
       ->capture_default_str();
-  app.add_option("--url", global_.url, "Scheduler URL (default " + std::string(kDefaultUrl) + ")")
+  app.add_option("--url", global_.url, "Scheduler URL, or several comma-separated to fail over (default " +
+                                   std::string(kDefaultUrl) + ")")
       ->check(StatusValidator(
           [](const std::string& url) { return api::Client(url, "").url_status(); }, "URL"));
   app.add_option("--token", global_.token, "API token");

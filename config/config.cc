@@ -50,6 +50,11 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     auto d = ParseDuration(v);
     if (!d.ok()) return InvalidArgument("cycle_interval: " + d.status().message(), key);
     c.cycle_interval = *d;
+  } else if (key == "leader_lease_ttl") {
+    auto d = ParseDuration(v);
+    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
+    if (d->count() < 1) return InvalidArgument(key + ": must be at least 1s", key);
+    c.leader_lease_ttl = *d;
   } else if (key == "lease_ttl" || key == "heartbeat_interval") {
     auto d = ParseDuration(v);
     if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
@@ -69,7 +74,7 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
-                               "max_pending_per_cycle, lease_ttl, "
+                               "max_pending_per_cycle, lease_ttl, leader_lease_ttl, "
                                "heartbeat_interval, worker_bin, local_workers)",
                            key);
   }
@@ -101,7 +106,7 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
   const char* keys[] = {"database_url",          "listen",    "log_level",
                         "policy",                "cycle_interval", "db_pool_size",
                         "max_pending_per_cycle", "lease_ttl", "heartbeat_interval",
-                        "db_statement_timeout",  "db_lock_timeout"};
+                        "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

@@ -20,6 +20,10 @@ struct SchedulerConfig {
   std::string log_level = "info";
   std::string policy = "placement/cost";
   Seconds cycle_interval{2};
+  // The leader lease (decision 0020): renewed every cycle; a standby takes over within
+  // about this plus one cycle_interval after the leader stops renewing (dies, freezes,
+  // loses the database). Must exceed cycle_interval (main refuses otherwise).
+  Seconds leader_lease_ttl{6};
   int db_pool_size = 8;
   // Every pooled connection's statement_timeout and lock_timeout (decision 0018): a query
   // or lock wait longer than this fails with 503 instead of holding a connection.

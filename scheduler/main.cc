@@ -117,9 +117,17 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   // Budget alert webhooks go out on their own thread, never on the cycle's.
   frugal::api::HttpWebhookSender webhooks;
   frugal::engine::AlertDispatcher alerts(store, webhooks);
+  if (cfg.leader_lease_ttl <= cfg.cycle_interval) {
+    return Fail(frugal::InvalidArgument(
+        "leader_lease_ttl (" + std::to_string(cfg.leader_lease_ttl.count()) +
+        "s) must be longer than cycle_interval (" + std::to_string(cfg.cycle_interval.count()) +
+        "s): the leader renews its lease once a cycle"));
+  }
   frugal::engine::Engine engine(store, **policy,
                                 {cfg.cycle_interval, cfg.max_pending_per_cycle, local->get(),
-                                 [&alerts] { alerts.Wake(); }});
+                                 [&alerts] { alerts.Wake(); },
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     cfg.leader_lease_ttl)});
   frugal::engine::Advisor advisor(store, policy_config);
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
@@ -173,6 +181,10 @@ int main(int argc, char** argv) {
   app.add_option("--lease-ttl", lease_ttl, "worker lease, e.g. 15s");
   app.add_option("--heartbeat-interval", heartbeat, "worker heartbeat interval, e.g. 2s");
   app.add_option("--cycle-interval", cycle, "scheduling cycle interval, e.g. 2s");
+  std::string leader_ttl;
+  app.add_option("--leader-lease-ttl", leader_ttl,
+                 "leader lease: a standby takes over this long after the leader stops renewing "
+                 "(default 6s)");
   auto* bootstrap = app.add_subcommand(
       "bootstrap", "create the first admin token of a running scheduler's database and print it");
   bootstrap->fallthrough();  // `bootstrap --state-dir DIR` as well as `--state-dir DIR bootstrap`
@@ -191,7 +203,8 @@ int main(int argc, char** argv) {
   std::pair<const char*, const std::string*> flags[] = {
       {"listen", &listen},       {"database_url", &database_url}, {"state_dir", &state_dir},
       {"log_level", &log_level}, {"policy", &policy},       {"lease_ttl", &lease_ttl},
-      {"heartbeat_interval", &heartbeat}, {"cycle_interval", &cycle}};
+      {"heartbeat_interval", &heartbeat}, {"cycle_interval", &cycle},
+      {"leader_lease_ttl", &leader_ttl}};
   for (auto& [key, value] : flags) {
     if (value->empty()) continue;
     if (auto st = frugal::config::SetKey(*cfg, key, *value); !st.ok()) return Fail(st);

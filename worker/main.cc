@@ -49,7 +49,7 @@ struct Flag {
 };
 
 const Flag kFlags[] = {
-    {"--url", "scheduler_url", "Scheduler URL, e.g. http://scheduler:8080"},
+    {"--url", "scheduler_url", "Scheduler URL, e.g. http://scheduler:8080; several, comma-separated, fail over"},
     {"--token", "token", "Worker token (better: FRUGAL_WORKER_TOKEN; flags show in ps)"},
     {"--pool", "pool", "Pool this node belongs to"},
     {"--node", "node", "Node name (default: the host name)"},

@@ -18,7 +18,7 @@
 namespace frugal::worker {
 
 struct WorkerConfig {
-  std::string scheduler_url;  // required, e.g. http://scheduler:8080
+  std::string scheduler_url;  // required, e.g. http://scheduler:8080 (or a,b: failover)
   std::string token;          // worker-role token; never logged
   std::string pool;           // required: the pool this node's capacity belongs to
   std::string node;           // default: the host name

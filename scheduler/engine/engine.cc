@@ -39,6 +39,12 @@ class Engine::Impl {
     });
     work_.reset();
     thread_.join();
+    if (held_term_ != 0) {
+      // A clean stop hands leadership on at once instead of after a lease.
+      const Status st = store_.ReleaseLeadership();
+      spdlog::info(R"("event":"leadership_released","term":{},"ok":{})", held_term_, st.ok());
+      held_term_ = 0;
+    }
   }
 
   void Kick() {
@@ -58,6 +64,12 @@ class Engine::Impl {
     kick_pending_ = false;
     metrics::Stopwatch watch;
     Status st = Cycle();
+    if (store::IsNotLeader(st)) {
+      // The fence refused a write: the term ended while this cycle ran (this process was
+      // frozen or cut off). Nothing was written; a standby leads now.
+      LoseTerm(st.message());
+      st = Status::Ok();
+    }
     Observe(st, watch.Seconds());
     std::lock_guard<std::mutex> lock(stats_mu_);
     std::string err = st.ok() ? "" : st.ToString();
@@ -85,17 +97,24 @@ class Engine::Impl {
   void Observe(const Status& st, double seconds) {
     auto& reg = metrics::Default();
     bool leader;
+    std::int64_t term;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       leader = stats_.leader;
+      term = stats_.term;
     }
     const char* result = !st.ok() ? "error" : leader ? "ok" : "standby";
     reg.Counter("frugal_scheduling_cycles_total",
                 "Scheduling cycles run, by result: ok, error, standby (not the leader).",
                 {"result"})
         .Inc({result});
-    reg.Gauge("frugal_scheduler_leader", "1 while this scheduler holds the leader lock.")
+    reg.Gauge("frugal_scheduler_leader", "1 while this scheduler holds the leader lease.")
         .Set({}, leader ? 1 : 0);
+    reg.Gauge("frugal_is_leader", "1 while this scheduler holds the leader lease, else 0.")
+        .Set({}, leader ? 1 : 0);
+    reg.Gauge("frugal_leader_term",
+              "The current leader term as this scheduler last read it (whoever holds it).")
+        .Set({}, static_cast<double>(term));
     if (leader || !st.ok()) {
       reg.Histogram("frugal_scheduling_cycle_duration_seconds",
                     "Time of one scheduling cycle as leader: sweep, snapshot, decide, apply.",
@@ -105,12 +124,38 @@ class Engine::Impl {
     metrics::CountDatabaseError(st, "engine", reg);
   }
 
-  Status Cycle() {
-    ASSIGN_OR_RETURN(bool leader, store_.TryLeadership());
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.leader = leader;
+  // Renews or takes the leader lease and logs every change of leadership.
+  StatusOr<bool> Lead() {
+    auto st = store_.TryLeadership(options_.leader_lease_ttl);
+    if (!st.ok()) {
+      LoseTerm("lease renewal failed: " + st.status().ToString());
+      return st.status();
     }
+    if (!st->lost_reason.empty()) LoseTerm(st->lost_reason);
+    if (st->acquired) {
+      held_term_ = st->term;
+      spdlog::info(R"("event":"leadership_acquired","term":{},"lease_ttl_ms":{})", st->term,
+                   options_.leader_lease_ttl.count());
+    }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.leader = st->leader;
+    stats_.term = st->term;
+    return st->leader;
+  }
+
+  // This scheduler no longer holds `held_term_` (if it held one): it stops leading now.
+  void LoseTerm(const std::string& why) {
+    if (held_term_ != 0) {
+      spdlog::warn(R"("event":"leadership_lost","term":{},"reason":"{}")", held_term_,
+                   JsonEscape(why));
+      held_term_ = 0;
+    }
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.leader = false;
+  }
+
+  Status Cycle() {
+    ASSIGN_OR_RETURN(bool leader, Lead());
     if (!leader) return Status::Ok();
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
     ASSIGN_OR_RETURN(auto lost, store_.SweepLostNodes());
@@ -150,6 +195,7 @@ class Engine::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
   std::atomic<bool> kick_pending_{false};
+  std::int64_t held_term_ = 0;  // strand only: the term this scheduler leads, 0 for none
 
   mutable std::mutex stats_mu_;
   CycleStats stats_;  // guarded by stats_mu_

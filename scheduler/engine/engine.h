@@ -2,11 +2,14 @@
 // transaction) on one Asio strand, every `interval` and whenever kicked. Kicks coalesce:
 // any number of kicks during a cycle cause exactly one more cycle.
 //
-// Only the leader (holder of the PostgreSQL advisory lock) runs cycles, so several
-// schedulers may share a database. Threading: Kick() and Stats() are thread-safe; the
+// Only the leader runs cycles, so several schedulers may share a database. Leadership is
+// a lease in database time with a fencing term (decision 0020), renewed at the start of
+// every cycle; a standby takes it within the lease's ttl plus one interval of the leader
+// going silent, and the store refuses the old leader's writes. Threading: Kick() and Stats() are thread-safe; the
 // cycle itself runs only on the engine's own thread. Asio stays out of this header.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,12 +27,16 @@ struct EngineOptions {
   int max_pending = 10000;
   CapacityProvider* capacity = nullptr;  // optional; must outlive the engine
   std::function<void()> alerts_fired = nullptr;  // optional: wakes the alert dispatcher
+  // The leader lease (config leader_lease_ttl). Longer than `interval` plus a cycle's
+  // work, or the leader loses it between renewals.
+  std::chrono::milliseconds leader_lease_ttl{6000};
 };
 
 struct CycleStats {
   std::int64_t cycles = 0;         // completed cycles (as leader)
   std::int64_t jobs_started = 0;   // assignments applied since start
   bool leader = false;
+  std::int64_t term = 0;           // the current leader term as last read (whoever holds it)
   std::string last_error;          // empty when the last cycle succeeded
 };
 
@@ -41,7 +48,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   void Start();  // starts the engine thread; the first cycle runs at once
-  void Stop();   // finishes the cycle in progress, then joins the thread
+  void Stop();   // finishes the cycle in progress, joins the thread, releases the lease
   void Kick();   // asks for a cycle soon (coalesced)
   CycleStats Stats() const;
 

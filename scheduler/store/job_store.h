@@ -5,6 +5,8 @@
 // strand call them concurrently. Every method is one transaction.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -191,6 +193,19 @@ struct LostNode {
   std::vector<model::JobId> jobs;
 };
 
+// What TryLeadership found. `term` is the current term in the database whoever holds it
+// (0: never taken); `leader` whether this store holds it after the call.
+struct LeaderStatus {
+  bool leader = false;
+  std::int64_t term = 0;
+  bool acquired = false;    // this call started a new term held by this store
+  std::string lost_reason;  // set when this call ended a term this store held: why
+};
+
+// The error of an engine write refused by the fence (FailedPrecondition "not the leader: ...").
+Status NotLeader(const std::string& why);
+bool IsNotLeader(const Status& st);
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -314,8 +329,19 @@ class JobStore {
   // node_lost (or preempted, after a spot notice) and their jobs are pending again with
   // their checkpoints. Returns each node declared lost, with what it ended.
   virtual StatusOr<std::vector<LostNode>> SweepLostNodes() = 0;
-  // True while this store's dedicated session holds the scheduler leader lock.
-  virtual StatusOr<bool> TryLeadership() = 0;
+  // Leadership is a lease in database time with a fencing term (decision 0020). Renews
+  // the lease for `ttl` if this store holds the current term and it has not expired;
+  // otherwise takes it with a new term if it has expired (or was never taken). A renewal
+  // that finds the term ended, or fails, gives the term up here at once: the engine
+  // writes below refuse until a later call takes a new one. Errors are the database's.
+  virtual StatusOr<LeaderStatus> TryLeadership(std::chrono::milliseconds ttl) = 0;
+  // Ends the lease now if this store holds it (a clean shutdown), so a standby or a
+  // restarted scheduler need not wait for it to expire. Ok when it held none.
+  virtual Status ReleaseLeadership() = 0;
+  // The engine's writes (SweepLostNodes, ApplyPlan, ApplyIdleActions, FireBudgetAlerts)
+  // check in their own transaction, first, that this store holds the current term and its
+  // lease is unexpired (the row stays locked FOR SHARE until commit, so no takeover
+  // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
   // Pending jobs (at most `max_pending`, in claim order), active attempts (with their idle
   // state and team idle policy), live nodes, pools, quotas, budgets, the idle settings, and
   // the database's now().

@@ -124,6 +124,8 @@ TEST_F(MetricsE2eTest, ParsesStrictlyWithEveryFamilyTyped) {
       {"frugal_scheduling_cycle_duration_seconds", "histogram"},
       {"frugal_scheduling_cycles_total", "counter"},
       {"frugal_scheduler_leader", "gauge"},
+      {"frugal_is_leader", "gauge"},
+      {"frugal_leader_term", "gauge"},
       {"frugal_http_request_duration_seconds", "histogram"},
   };
   for (const auto& [name, type] : expected) {
@@ -138,6 +140,8 @@ TEST_F(MetricsE2eTest, ParsesStrictlyWithEveryFamilyTyped) {
   }
   EXPECT_EQ(m.Sum("frugal_database_up"), 1);
   EXPECT_EQ(m.Sum("frugal_scheduler_leader"), 1);
+  EXPECT_EQ(m.Sum("frugal_is_leader"), 1);
+  EXPECT_GE(m.Sum("frugal_leader_term"), 1);  // the only scheduler took the first term
   EXPECT_GT(m.Sum("frugal_scheduling_cycle_duration_seconds_count"), 0);
   EXPECT_EQ(m.Sum("frugal_database_errors_total"), 0);
 }

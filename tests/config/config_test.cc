@@ -101,6 +101,9 @@ TEST(ConfigTest, BadValuesAreRejected) {
   EXPECT_FALSE(SetKey(c, "listen", "127.0.0.1:70000").ok());
   EXPECT_FALSE(SetKey(c, "db_pool_size", "0").ok());
   EXPECT_FALSE(SetKey(c, "cycle_interval", "soon").ok());
+  EXPECT_FALSE(SetKey(c, "leader_lease_ttl", "0s").ok());
+  EXPECT_TRUE(SetKey(c, "leader_lease_ttl", "3s").ok());
+  EXPECT_EQ(c.leader_lease_ttl.count(), 3);
   EXPECT_TRUE(SetKey(c, "listen", "127.0.0.1:0").ok());
 }
 
@@ -115,6 +118,7 @@ TEST(ConfigTest, AnnotatedExampleLoads) {
                                NoEnv());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cycle_interval.count(), 2);
+  EXPECT_EQ(c->leader_lease_ttl.count(), 6);
 }
 
 }  // namespace

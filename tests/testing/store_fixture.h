@@ -17,8 +17,8 @@ namespace frugal::testing {
 
 class StoreTest : public ::testing::Test {
  protected:
-  // A new database, a PgStore with 4 connections on it, Bootstrap with the hash of
-  // "admin" and that token's principal in admin_. A failing step fails the test fatally, so
+  // A new database, a PgStore with 4 connections on it that holds the leader lease for an
+  // hour, Bootstrap with the hash of "admin" and that token's principal in admin_. A failing step fails the test fatally, so
   // a derived SetUp starts with ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp()).
   void SetUp() override;
 

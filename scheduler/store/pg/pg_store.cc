@@ -42,7 +42,7 @@ const char* ToString(ConfigChange::Kind k) {
 }
 
 PgStore::PgStore(std::string conninfo, int pool_size, PgConnOptions options)
-    : pool_(std::move(conninfo), pool_size, options) {}
+    : pool_(std::move(conninfo), pool_size, options), instance_id_(pg::NewInstanceId()) {}
 
 Status PgStore::Ping() {
   auto r = InTransaction<int>(pool_, [](PgConn& c) -> StatusOr<int> {
@@ -148,24 +148,6 @@ StatusOr<IssuedToken> PgStore::Bootstrap(const std::string& token_sha256) {
     bootstrap.team = "admin";
     return InsertToken(c, bootstrap, "bootstrap", "admin", "admin", Role::kAdmin, token_sha256);
   });
-}
-
-StatusOr<bool> PgStore::TryLeadership() {
-  std::lock_guard<std::mutex> lock(leader_mu_);
-  if (leader_conn_ && leader_) {
-    // Still connected means still holding the session lock.
-    if (leader_conn_->ExecScript("SELECT 1").ok()) return true;
-    leader_ = false;
-    leader_conn_.reset();
-  }
-  if (!leader_conn_ || !leader_conn_->healthy()) {
-    auto c = PgConn::Connect(pool_.conninfo(), pool_.options());
-    if (!c.ok()) return c.status();
-    leader_conn_ = std::move(c).value();
-  }
-  ASSIGN_OR_RETURN(auto r, leader_conn_->ExecScript("SELECT pg_try_advisory_lock(4640228712035393)"));
-  leader_ = r.Bool(0, 0);
-  return leader_;
 }
 
 }  // namespace frugal::store

@@ -1,5 +1,6 @@
 // PostgreSQL adapter of the JobStore port. Every method runs as one transaction on a
-// pooled connection; the leader lock lives on one dedicated session.
+// pooled connection; leadership is the leader_lease row (pg_store_leader.cc, decision
+// 0020), and the engine's writes are fenced by its term.
 #pragma once
 
 #include <map>
@@ -73,7 +74,11 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<NodeInfo> RemoveNode(const Principal& actor, const std::string& name) override;
 
   StatusOr<std::vector<LostNode>> SweepLostNodes() override;
-  StatusOr<bool> TryLeadership() override;
+  StatusOr<LeaderStatus> TryLeadership(std::chrono::milliseconds ttl) override;
+  Status ReleaseLeadership() override;
+  // This store's holder id in leader_lease: host, pid and 128 random bits, fixed for the
+  // store's life (a restarted scheduler is a new holder).
+  const std::string& instance_id() const { return instance_id_; }
   StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
   StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
@@ -112,10 +117,16 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) override;
 
  private:
+  // The fence: the first statement of every engine write transaction (see JobStore).
+  Status CheckLeaderFence(PgConn& c);
+  // Why the term this store held has ended (reads the row), for the log.
+  std::string LostReason(PgConn& c, std::int64_t term);
+
   PgPool pool_;
+  const std::string instance_id_;
   std::mutex leader_mu_;
-  std::unique_ptr<PgConn> leader_conn_;  // guarded by leader_mu_; holds the session lock
-  bool leader_ = false;                  // guarded by leader_mu_
+  std::int64_t term_ = 0;                // guarded by leader_mu_; 0: not the leader
+  std::chrono::milliseconds lease_ttl_{0};  // guarded by leader_mu_; the last ttl asked
 };
 
 // --- helpers shared by the pg_store_*.cc files ---
@@ -139,6 +150,8 @@ namespace pg {
   ".id AND pn.state IN ('live', 'draining'"                                                  \
   " , CASE WHEN " p ".capacity_kind = 'reserved' THEN 'lost' END)), 0) END)::bigint"
 Timestamp FromMicros(std::int64_t us);
+// A leader_lease holder id: "host:pid:" and 32 random hex characters (pg_store_leader.cc).
+std::string NewInstanceId();
 std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);
 // A timestamptz parameter (RFC 3339 text, microseconds).

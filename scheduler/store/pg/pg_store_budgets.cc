@@ -228,6 +228,7 @@ StatusOr<BudgetStatus> PgStore::GetBudgetStatus(const std::string& team,
 StatusOr<std::vector<BudgetAlert>> PgStore::FireBudgetAlerts(std::optional<Timestamp> at) {
   using Out = std::vector<BudgetAlert>;
   return InTransaction<Out>(pool_, [&](PgConn& c) -> StatusOr<Out> {
+    RETURN_IF_ERROR(CheckLeaderFence(c));
     ASSIGN_OR_RETURN(auto use, LoadUse(c, at, std::nullopt));
     Out fired;
     for (const auto& u : use) {

@@ -237,6 +237,7 @@ std::string Reasons(const std::vector<T>& items) {
 
 StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    RETURN_IF_ERROR(CheckLeaderFence(c));
     int started = 0;
     if (!plan.assignments.empty()) {
       const auto& as = plan.assignments;

@@ -189,6 +189,7 @@ StatusOr<model::Job> PgStore::ApproveJob(const Principal& actor, model::JobId id
 
 StatusOr<int> PgStore::ApplyIdleActions(const std::vector<model::IdleAction>& actions) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+    RETURN_IF_ERROR(CheckLeaderFence(c));
     int stops = 0;
     for (const auto& a : actions) {
       const std::string attempt = std::to_string(a.attempt_id);

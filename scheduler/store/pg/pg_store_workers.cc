@@ -482,6 +482,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
 
 StatusOr<std::vector<LostNode>> PgStore::SweepLostNodes() {
   return InTransaction<std::vector<LostNode>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<LostNode>> {
+    RETURN_IF_ERROR(CheckLeaderFence(c));
     return EndLostAttemptsByNode(c, "sweep_lost_nodes",
                            "lost AS (UPDATE nodes SET state = 'lost' WHERE state IN ('live',"
                            " 'draining') AND lease_expires_at < now()"

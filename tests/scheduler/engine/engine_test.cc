@@ -15,20 +15,71 @@ namespace {
 
 using store::PgStore;
 
-TEST(EngineTest, OnlyOneStorePerDatabaseLeads) {
+// Leadership is a lease with a fencing term (decision 0020). Steps: a. one store takes it,
+// the other is refused; b. the standby's engine writes are fenced; c. the leader goes
+// silent (as if frozen): once its lease lapses the standby takes term 2; d. the old
+// leader's writes are refused and its renewal says why.
+TEST(EngineTest, OnlyOneStorePerDatabaseLeadsAndTheOldTermIsFenced) {
+  using std::chrono::milliseconds;
   const std::string db = testing::TestPostgres::Get().NewDatabase();
-  auto a = std::make_unique<PgStore>(db, 2);
+  PgStore a(db, 2);
   PgStore b(db, 2);
-  EXPECT_TRUE(*a->TryLeadership());
-  EXPECT_TRUE(*a->TryLeadership());  // keeps it
-  EXPECT_FALSE(*b.TryLeadership());
-  a.reset();  // the leader's session ends: its lock is released as its backend exits
+  const milliseconds ttl(800);
+  // a.
+  auto first = a.TryLeadership(ttl);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->leader);
+  EXPECT_TRUE(first->acquired);
+  const std::int64_t term = first->term;
+  EXPECT_GE(term, 1);
+  auto renewed = a.TryLeadership(ttl);
+  EXPECT_TRUE(renewed->leader);
+  EXPECT_FALSE(renewed->acquired);  // kept, same term
+  EXPECT_EQ(renewed->term, term);
+  auto standby = b.TryLeadership(ttl);
+  EXPECT_FALSE(standby->leader);
+  EXPECT_EQ(standby->term, term);
+  // b.
+  EXPECT_TRUE(store::IsNotLeader(b.ApplyPlan({}).status()));
+  EXPECT_TRUE(store::IsNotLeader(b.SweepLostNodes().status()));
+  EXPECT_TRUE(a.ApplyPlan({}).ok());
+  // c. a stops renewing; b polls as a standby's cycles would.
   bool took_over = false;
-  for (int i = 0; i < 250 && !took_over; ++i) {
-    took_over = *b.TryLeadership();
-    if (!took_over) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && !took_over; ++i) {
+    auto s = b.TryLeadership(ttl);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    took_over = s->leader;
+    if (took_over) {
+      EXPECT_EQ(s->term, term + 1);
+    } else {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
   }
-  EXPECT_TRUE(took_over);
+  ASSERT_TRUE(took_over);
+  // d.
+  auto fenced = a.ApplyPlan({});
+  EXPECT_TRUE(store::IsNotLeader(fenced.status())) << fenced.status().ToString();
+  auto lost = a.TryLeadership(ttl);
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE(lost->leader);
+  EXPECT_EQ(lost->term, term + 1);
+  EXPECT_TRUE(b.ApplyPlan({}).ok());
+}
+
+// A lease that lapsed with nobody taking it is taken again, but as a new term: a term is
+// one unbroken lease.
+TEST(EngineTest, ALapsedLeaseIsRetakenUnderANewTerm) {
+  const std::string db = testing::TestPostgres::Get().NewDatabase();
+  PgStore a(db, 2);
+  auto first = a.TryLeadership(std::chrono::milliseconds(300));
+  ASSERT_TRUE(first.ok() && first->leader);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto again = a.TryLeadership(std::chrono::milliseconds(300));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->leader);
+  EXPECT_TRUE(again->acquired);
+  EXPECT_EQ(again->term, first->term + 1);
+  EXPECT_NE(again->lost_reason.find("expired"), std::string::npos) << again->lost_reason;
 }
 
 TEST(EngineTest, CycleWritesTheWaitReason) {
@@ -46,6 +97,7 @@ TEST(EngineTest, CycleWritesTheWaitReason) {
             "waiting: no live nodes are registered");
   EXPECT_EQ(engine.Stats().cycles, 1);
   EXPECT_TRUE(engine.Stats().leader);
+  EXPECT_GE(engine.Stats().term, 1);
 }
 
 TEST(EngineTest, AKickRunsACycleWithoutWaitingForTheTimer) {

@@ -163,10 +163,12 @@ TEST_F(BudgetStoreTest, AlertsFireOncePerThresholdPerPeriod) {
   EXPECT_EQ((*fired)[0].threshold_pct, 10);
   EXPECT_EQ((*fired)[1].threshold_pct, 20);
   EXPECT_EQ((*fired)[0].delivery_state, "none");  // no webhook
-  // A second evaluation, and a second store (another scheduler), fire nothing more.
+  // A second evaluation fires nothing more; a second store (another scheduler, not the
+  // leader) is refused by the leader fence and writes nothing.
   EXPECT_TRUE(store_->FireBudgetAlerts(std::nullopt)->empty());
   PgStore other(conninfo_, 1);
-  EXPECT_TRUE(other.FireBudgetAlerts(std::nullopt)->empty());
+  auto refused = other.FireBudgetAlerts(std::nullopt);
+  EXPECT_TRUE(store::IsNotLeader(refused.status())) << refused.status().ToString();
 
   // Next period (explicit time: one day into it). The on-demand job still runs: a day of it
   // is $72 of the new period, which reaches 10%, 20% and 50% again, once.
