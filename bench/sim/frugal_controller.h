@@ -27,6 +27,10 @@ struct FrugalOptions {
   // Decide at least every this many steps while the job runs (always when it waits, and
   // whenever a pool's availability or price changes): the engine's timer.
   int cycle_steps = 1;
+  // The availability model is learned from market steps before this one only (issue 14:
+  // every Frugal figure learns from the past). -1: from every step before the decision.
+  // Experiments that submit in a series' second half set it to the split.
+  int learn_until_step = -1;
 };
 
 class FrugalController final : public Controller {
