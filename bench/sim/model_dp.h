@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "bench/sim/engine.h"
+#include "scheduler/model/availability.h"
+#include "scheduler/policy/spot_dp.h"
 
 namespace frugal::sim {
 
@@ -21,7 +23,13 @@ struct SpotChain {
   std::vector<int> bin_start;                             // first age of each bin (steps)
   double spot_price = 0.3;                                // per step, on-demand = 1
   int State(bool is_up, int age) const;                   // age: steps the spell has lasted
+  // The same chain in the scheduler's terms (policy/spot_dp.h).
+  std::vector<std::vector<model::AvailabilityModel::Next>> Transitions() const;
 };
+
+// The chain of a learned model (the scheduler's, model/availability.h) with its prior.
+SpotChain ChainOf(const model::AvailabilityModel& model, const model::AvailabilityPrior& prior,
+                  double spot_ratio);
 
 // Fits a chain on steps [from, to) of a zone with `bins` age bins per side (1: memoryless).
 SpotChain FitChain(const Zone& zone, int from, int to, int bins, double spot_ratio);
@@ -39,14 +47,18 @@ class ChainDpTable {
   int Action(const JobView& v, int state) const;
   // Expected cost, in on-demand steps, of the widest job (max_time, max_work) submitted
   // idle in chain state `state` and run by this table's actions.
-  double ExpectedCost(int state) const { return start_values_[state]; }
+  double ExpectedCost(int state) const { return policy_.StartValue(state); }
+
+  // The scheduler's policy (policy/spot_dp.h): the simulator and the scheduler decide with
+  // one implementation.
+  const policy::SpotPolicy& policy() const { return policy_; }
 
  private:
-  int Mode(const JobView& v) const;
-  int T_, W_, D_, C_, M_, S_;
-  std::vector<uint8_t> act_;  // per (tau, w, mode, state): 0 idle, 1 od, 2 spot
-  std::vector<double> start_values_;
+  int D_, C_;
+  policy::SpotPolicy policy_;
 };
+// Where the engine's view is, in the scheduler's DP terms.
+policy::SpotJobState DpState(const JobView& v, int chain_state);
 
 class ChainDpController final : public Controller {
  public:

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "common/money.h"
 #include "common/status.h"
+#include "scheduler/model/availability.h"
 
 namespace frugal::model {
 
@@ -55,6 +57,11 @@ struct Pool {
   int live_gpus = 0;          // GPUs of its live nodes now
   // Reserved: GPUs paid for whether used or not (a commitment); 0 = count the live nodes.
   int committed_gpus = 0;
+  // Spot (issue 14, decision 0023): the pool's learned availability chain, refitted by the
+  // store in the background from what it observes and what an admin imported; null until
+  // the first fit (the policy then falls back to the rules of decisions 0014 and 0015).
+  std::shared_ptr<const AvailabilityModel> availability;
+  AvailabilityNow availability_now;  // up or down now, and for how long
 };
 
 struct Node {

@@ -1,0 +1,257 @@
+#include "scheduler/policy/spot_dp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace frugal::policy {
+
+namespace {
+constexpr double kInf = 1e18;
+}  // namespace
+
+const char* ToString(SpotAction a) {
+  switch (a) {
+    case SpotAction::kWait:
+      return "wait";
+    case SpotAction::kOnDemand:
+      return "on-demand";
+    case SpotAction::kSpot:
+      return "spot";
+  }
+  return "?";
+}
+
+// Modes: 0 idle; 1..D on-demand with k changeover ticks left; D+1 on-demand running;
+// D+2..2D+1 spot with k changeover ticks left; 2D+2.. spot running with u unsaved ticks.
+// Spot modes exist only in up states (a reclaim ends them).
+SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::Next>>& next,
+                       const std::vector<std::uint8_t>& up, const SpotDpShape& shape)
+    : shape_(shape) {
+  shape_.changeover = std::max(1, shape_.changeover);
+  shape_.checkpoint = std::max(1, shape_.checkpoint);
+  shape_.max_time = std::clamp(shape_.max_time, 1, 65535);
+  shape_.max_work = std::clamp(shape_.max_work, 1, shape_.max_time);
+  const int T = shape_.max_time, W = shape_.max_work, D = shape_.changeover,
+            C = shape_.checkpoint;
+  M_ = 2 + 2 * D + C;
+  S_ = static_cast<int>(up.size());
+  const int M = M_, S = S_;
+  const int kOdRun = D + 1, kSpotC = D + 2, kSpotR = 2 * D + 2;
+  const double p = shape_.spot_price, od_p = shape_.od_price;
+  const size_t cell = static_cast<size_t>(M) * S;  // per (tau, w)
+  const size_t row = static_cast<size_t>(W + 1) * cell;
+  std::vector<double> prev(row, kInf), cur(row, kInf);
+  std::fill(prev.begin(), prev.begin() + cell, 0.0);  // tau = 0: done only when no work is left
+  std::vector<std::uint8_t> last(row, 255);
+  struct Change {
+    std::uint32_t cell;
+    std::uint16_t tau;
+    std::uint8_t act;
+  };
+  std::vector<Change> changes;
+  auto V = [&](int w, int m, int s) {
+    return w > W ? kInf : prev[static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s];
+  };
+  // Backwards in ticks left: each layer needs only the one before it.
+  for (int tau = 1; tau <= T; ++tau) {
+    std::fill(cur.begin(), cur.begin() + cell, 0.0);
+    for (int w = 1; w <= W; ++w) {
+      for (int m = 0; m < M; ++m) {
+        for (int s = 0; s < S; ++s) {
+          const size_t at = static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s;
+          const bool is_up = up[s];
+          if (m >= kSpotC && !is_up) {
+            cur[at] = kInf;
+            continue;
+          }
+          const auto& nx = next[s];
+          // Expected value after this tick: at (w_up, m_up) if spot is up next tick, at
+          // (w_dn, m_dn) if it is down (a reclaim, for a job on spot).
+          auto expect = [&](int w_up, int m_up, int w_dn, int m_dn) {
+            double e = 0;
+            for (const auto& n : nx) e += n.p * (up[n.state] ? V(w_up, m_up, n.state)
+                                                              : V(w_dn, m_dn, n.state));
+            return e;
+          };
+          double best = expect(w, 0, w, 0);
+          int choice = 0;
+          double od;
+          if (m == kOdRun) {
+            od = od_p + (w == 1 ? 0 : expect(w - 1, kOdRun, w - 1, kOdRun));
+          } else {
+            int k = (m >= 1 && m <= D) ? m : D;
+            int m1 = k - 1 >= 1 ? k - 1 : kOdRun;
+            od = od_p + expect(w, m1, w, m1);
+          }
+          if (od < best) best = od, choice = 1;
+          if (is_up) {
+            double sp;
+            if (m >= kSpotR) {
+              int u = m - kSpotR + 1;
+              if (u == C) u = 0;
+              sp = p + (w == 1 ? 0 : expect(w - 1, kSpotR + u, w - 1 + u, 0));
+            } else {
+              int k = (m >= kSpotC && m < kSpotR) ? m - kSpotC + 1 : D;
+              int m1 = k - 1 >= 1 ? kSpotC + k - 2 : kSpotR;
+              sp = p + expect(w, m1, w, 0);
+            }
+            if (sp < best) best = sp, choice = 2;
+          }
+          // Past saving: the deadline is lost whatever is chosen; on-demand finishes first.
+          if (best >= kInf / 2) choice = 1;
+          cur[at] = std::min(best, kInf);
+          if (last[at] != choice) {
+            last[at] = static_cast<std::uint8_t>(choice);
+            changes.push_back({static_cast<std::uint32_t>(at), static_cast<std::uint16_t>(tau),
+                               static_cast<std::uint8_t>(choice)});
+          }
+        }
+      }
+    }
+    std::swap(prev, cur);
+  }
+  start_values_.assign(prev.begin() + static_cast<size_t>(W) * cell,
+                       prev.begin() + static_cast<size_t>(W) * cell + S);
+  // Compress: the changes are in tau order; group them by cell (a stable counting sort).
+  offsets_.assign(row + 1, 0);
+  for (const auto& c : changes) ++offsets_[c.cell + 1];
+  for (size_t c = 0; c < row; ++c) offsets_[c + 1] += offsets_[c];
+  run_tau_.resize(changes.size());
+  run_act_.resize(changes.size());
+  std::vector<std::uint32_t> fill(offsets_.begin(), offsets_.end() - 1);
+  for (const auto& c : changes) {
+    std::uint32_t i = fill[c.cell]++;
+    run_tau_[i] = c.tau;
+    run_act_[i] = c.act;
+  }
+}
+
+int SpotPolicy::Mode(const SpotJobState& s) const {
+  const int D = shape_.changeover;
+  switch (s.where) {
+    case JobWhere::kIdle:
+      return 0;
+    case JobWhere::kOnDemand:
+      return s.changeover_left > 0 ? std::min(s.changeover_left, D) : D + 1;
+    case JobWhere::kSpot:
+      if (s.changeover_left > 0) return D + 2 + std::min(s.changeover_left, D) - 1;
+      return 2 * D + 2 + std::clamp(s.unsaved, 0, shape_.checkpoint - 1);
+  }
+  return 0;
+}
+
+SpotAction SpotPolicy::Action(const SpotJobState& s) const {
+  if (s.work_left <= 0) return SpotAction::kWait;
+  if (!Covers(s) || s.chain_state < 0 || s.chain_state >= S_) return SpotAction::kOnDemand;
+  const int tau = std::clamp(s.time_left, 1, shape_.max_time);
+  const size_t c = (static_cast<size_t>(s.work_left) * M_ + Mode(s)) * S_ + s.chain_state;
+  const std::uint32_t lo = offsets_[c], hi = offsets_[c + 1];
+  if (lo == hi) return SpotAction::kOnDemand;
+  // The last run starting at or below tau.
+  auto first = run_tau_.begin() + lo, end = run_tau_.begin() + hi;
+  auto it = std::upper_bound(first, end, static_cast<std::uint16_t>(tau));
+  if (it == first) return SpotAction::kOnDemand;
+  return static_cast<SpotAction>(run_act_[(it - run_tau_.begin()) - 1]);
+}
+
+size_t SpotPolicy::bytes() const {
+  return offsets_.size() * sizeof(std::uint32_t) + run_tau_.size() * sizeof(std::uint16_t) +
+         run_act_.size() + start_values_.size() * sizeof(double) + sizeof(*this);
+}
+
+SpotForecast Forecast(const SpotPolicy& policy,
+                      const std::vector<std::vector<model::AvailabilityModel::Next>>& next,
+                      const std::vector<std::uint8_t>& up, SpotJobState start, int samples,
+                      std::uint64_t seed) {
+  SpotForecast f;
+  if (samples <= 0) return f;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  const SpotDpShape& sh = policy.shape();
+  double sum = 0, sum2 = 0, spot_ticks = 0, od_ticks = 0;
+  for (int n = 0; n < samples; ++n) {
+    SpotJobState s = start;
+    double cost = 0;
+    int reclaims = 0;
+    bool missed = false;
+    int saved_work = s.work_left + s.unsaved;  // work left at the latest checkpoint
+    int run_in_attempt = 0;
+    // Steps the engine's way (bench/sim/engine.cc); past the deadline, on-demand to the end.
+    for (int guard = 0; s.work_left > 0 && guard < 1000000; ++guard) {
+      const bool is_up = up[s.chain_state];
+      if (s.where == JobWhere::kSpot && !is_up) {
+        s.work_left = saved_work;
+        s.unsaved = 0;
+        s.where = JobWhere::kIdle;
+        ++reclaims;
+      }
+      SpotAction a;
+      if (s.time_left <= 0) {
+        missed = true;
+        a = s.where == JobWhere::kIdle ? SpotAction::kOnDemand
+                                       : (s.where == JobWhere::kSpot ? SpotAction::kSpot
+                                                                     : SpotAction::kOnDemand);
+      } else {
+        a = policy.Action(s);
+      }
+      if (a == SpotAction::kSpot && !is_up) a = SpotAction::kWait;
+      JobWhere target = a == SpotAction::kWait       ? JobWhere::kIdle
+                        : a == SpotAction::kOnDemand ? JobWhere::kOnDemand
+                                                     : JobWhere::kSpot;
+      if (target != s.where) {
+        if (s.where != JobWhere::kIdle && s.changeover_left == 0) {
+          saved_work = s.work_left;  // a stop order checkpoints
+          s.unsaved = 0;
+        }
+        s.where = target;
+        if (target != JobWhere::kIdle) {
+          s.changeover_left = sh.changeover;
+          run_in_attempt = 0;
+        }
+      }
+      if (s.where != JobWhere::kIdle) {
+        const bool spot = s.where == JobWhere::kSpot;
+        cost += spot ? sh.spot_price : sh.od_price;
+        (spot ? spot_ticks : od_ticks) += 1;
+        if (s.changeover_left > 0) {
+          --s.changeover_left;
+        } else {
+          --s.work_left;
+          ++s.unsaved;
+          if (++run_in_attempt % sh.checkpoint == 0 || s.where == JobWhere::kOnDemand) {
+            saved_work = s.work_left;
+            s.unsaved = 0;
+          }
+        }
+      }
+      --s.time_left;
+      // The chain moves on.
+      double r = uni(rng), acc = 0;
+      int to = s.chain_state;
+      for (const auto& nx : next[s.chain_state]) {
+        acc += nx.p;
+        if (r < acc) {
+          to = nx.state;
+          break;
+        }
+      }
+      s.chain_state = to;
+    }
+    if (s.time_left < 0) missed = true;
+    sum += cost;
+    sum2 += cost * cost;
+    f.reclaims += reclaims;
+    f.miss_risk += missed ? 1 : 0;
+  }
+  const double k = samples;
+  f.mean_cost = sum / k;
+  f.sd_cost = std::sqrt(std::max(0.0, sum2 / k - f.mean_cost * f.mean_cost));
+  f.reclaims /= k;
+  f.miss_risk /= k;
+  const double billed = spot_ticks + od_ticks;
+  f.spot_share = billed > 0 ? spot_ticks / billed : 0;
+  return f;
+}
+
+}  // namespace frugal::policy
