@@ -73,13 +73,29 @@ double AvailabilityModel::ObservedTicks() const {
 std::vector<std::vector<AvailabilityModel::Next>> AvailabilityModel::Transitions(
     double prior_ticks, double up_end, double down_end) const {
   const int n = bins();
+  // Two levels of prior. Each side's hazard, pooled over its bins, starts from the admin's
+  // (worth `prior_ticks`) and moves with all the side's evidence; each bin starts from its
+  // side's pooled hazard (worth an equal share of `prior_ticks`) and moves with its own.
+  // A bin that saw little (the oldest ages, often) so takes the hazard its side shows
+  // rather than the admin's guess: with the admin's alone, a rarely reached age would look
+  // as safe as the guess says, and the controller would wait for spells to reach it.
+  double side_hazard[2];
+  for (int side = 0; side < 2; ++side) {
+    double ends = 0, ticks = 0;
+    for (int b = 0; b < n; ++b) {
+      const int st = side * n + b;
+      ends += flip[st];
+      ticks += stay[st] + onward[st] + flip[st];
+    }
+    const double admin = side == 0 ? up_end : down_end;
+    side_hazard[side] = (ends + prior_ticks * admin) / std::max(1e-12, ticks + prior_ticks);
+  }
+  prior_ticks /= states();
   std::vector<std::vector<Next>> out(states());
   for (int s = 0; s < states(); ++s) {
     const bool up = IsUp(s);
     const int b = up ? s : s - n;
-    const double h = std::clamp(up ? up_end : down_end, 1e-6, 1.0);
-    // The prior: a memoryless spell; of its ticks that do not end it, the share that leave
-    // a bin of width w for the next is 1 / w.
+    const double h = std::clamp(side_hazard[up ? 0 : 1], 1e-6, 1.0);
     const int width = b + 1 < n ? bin_start[b + 1] - bin_start[b] : 0;
     double pf = prior_ticks * h;
     double pon = width > 0 ? prior_ticks * (1 - h) / width : 0;

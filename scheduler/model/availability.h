@@ -50,7 +50,7 @@ struct AvailabilityModel {
   double ObservedTicks() const;
 
   // The chain's transitions, each state's probabilities summing to 1: the counts plus a
-  // prior worth `prior_ticks` ticks per state in which an up spell ends with probability
+  // prior worth `prior_ticks` ticks in all (an equal share per state) in which an up spell ends with probability
   // `up_end` per tick and a down spell with `down_end` per tick (memoryless).
   struct Next {
     int state;

@@ -54,9 +54,9 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
   model::Plan plan;
   Capacity cap(s, config_);
   Dependencies(s, plan);
-  MigrateOffSpot(s, cap, config_, plan);
+  MigrateOffSpot(s, cap, config_, plan, book_.get());
 
-  JobOptions opts(s, cap, config_);
+  JobOptions opts(s, cap, config_, book_.get());
   std::vector<JobResult> results(opts.jobs());
   std::map<int, std::vector<int>> classes;
   for (int j = 0; j < opts.jobs(); ++j) classes[opts.view(j).job->priority_rank].push_back(j);
@@ -141,7 +141,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
           {pool.id, need, RequestReason(g.second, need, pool), g.second});
   }
   // After placement, so a move back to spot only takes room no pending job wanted.
-  MigrateToSpot(s, cap, config_, plan);
+  MigrateToSpot(s, cap, config_, plan, book_.get());
   Releases(s, cap, growing, plan);
   return plan;
 }

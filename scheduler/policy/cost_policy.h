@@ -14,18 +14,27 @@
 #include "scheduler/policy/policy.h"
 #include "scheduler/policy/policy_config.h"
 #include "scheduler/policy/priority.h"
+#include "scheduler/policy/spot_book.h"
 
 namespace frugal::policy {
 
 class CostPolicy final : public Policy {
  public:
-  explicit CostPolicy(PolicyConfig config = {}) : config_(std::move(config)) {}
+  explicit CostPolicy(PolicyConfig config = {})
+      : config_(std::move(config)),
+        book_(config_.learned_spot_control
+                  ? std::make_shared<SpotBook>(config_.solve_spot_tables_inline)
+                  : nullptr) {}
   std::string Name() const override { return "placement/cost"; }
   model::Plan Decide(const model::Snapshot& snapshot) const override;
   const PolicyConfig& config() const { return config_; }
+  // The learned controller's tables (null when learned_spot_control is off). The engine's
+  // background thread solves what Decide queued: spot_book()->SolvePending().
+  const std::shared_ptr<SpotBook>& spot_book() const { return book_; }
 
  private:
   PolicyConfig config_;
+  std::shared_ptr<SpotBook> book_;
 };
 
 // For `frugal why`: the priority factors of pending job `job` in this snapshot (empty if it

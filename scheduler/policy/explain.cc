@@ -294,6 +294,13 @@ std::string MigrationReason(const model::Pool& spot, double slack_hours, double 
          " lost); checkpoint and resume on " + KindName(safe.kind) + " " + safe.name;
 }
 
+std::string LearnedMoveReason(const model::Pool& spot, const SpotDecision& d,
+                              const model::Pool& safe) {
+  return "moving off spot " + spot.name + ": the learned availability model (" +
+         DescribeSpell(spot, d) + ") makes " + KindName(safe.kind) + " " + safe.name +
+         " the cheaper way to the deadline from here; checkpoint and resume there";
+}
+
 std::string ReturnReason(const model::Pool& here, const model::Pool& spot,
                          const DeadlineView& view, const Estimate& spot_estimate, Micros saving) {
   std::string s = "moving to spot " + spot.name + " (has room again): expected to save " +

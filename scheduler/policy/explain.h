@@ -65,6 +65,9 @@ namespace frugal::policy {
 // The stop reason of a checkpointed spot job moved to safe capacity before its deadline.
 std::string MigrationReason(const model::Pool& spot, double slack_hours, double loss_hours,
                             const model::Pool& safe);
+// The stop reason of a spot job the learned controller moves to safe capacity (issue 14).
+std::string LearnedMoveReason(const model::Pool& spot, const SpotDecision& decision,
+                              const model::Pool& safe);
 // The stop reason of an on-demand job moved to spot that came back with room.
 std::string ReturnReason(const model::Pool& here, const model::Pool& spot,
                          const DeadlineView& view, const Estimate& spot_estimate, Micros saving);

@@ -20,7 +20,35 @@ std::string FitKey(const model::PendingJob& j) {
 
 }  // namespace
 
-JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config)
+double OnDemandRefPrice(const Capacity& cap, const std::vector<char>& fits) {
+  double best = 0;
+  for (int e = 0; e < cap.size(); ++e) {
+    const model::Pool& p = cap.entry(e).pool;
+    if (!fits[e] || p.kind != model::CapacityKind::kOnDemand) continue;
+    double per_ref = static_cast<double>(p.price_per_gpu_hour) / (p.speed > 0 ? p.speed : 1.0);
+    if (best == 0 || per_ref < best) best = per_ref;
+  }
+  return best;
+}
+
+std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& v,
+                                       const PoolEntry& spot, double od_ref_price,
+                                       const PolicyConfig& config) {
+  if (!v.deadline.has_deadline || v.late || od_ref_price <= 0) return std::nullopt;
+  const double speed = spot.pool.speed > 0 ? spot.pool.speed : 1.0;
+  SpotJob job;
+  job.time_left_hours = v.deadline.left_hours - v.deadline.margin_hours;
+  job.work_hours = v.work.ref_hours / speed;
+  job.restore_hours = std::max(v.work.restore_hours, Hours(config.restore_time));
+  job.checkpoint_hours = v.work.tolerance == model::Tolerance::kCheckpointed
+                             ? v.work.checkpoint_hours : 0;
+  job.where = JobWhere::kIdle;
+  job.od_price_per_gpu_hour = od_ref_price * speed;
+  return book.Decide(spot.pool, job);
+}
+
+JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
+                       const SpotBook* book)
     : capacity_(cap), config_(config), options_(2 * cap.size()) {
   std::vector<const model::PendingJob*> ready;
   int largest = 1;
@@ -67,6 +95,31 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
     v.late = !v.deadline.Feasible();
     v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
     v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
+    // The learned controller (issue 14): per spot pool the model's best of spot, on-demand
+    // and waiting, in place of the slack rules, wherever it has a table.
+    if (book && guarded && !v.late && MayRunOn(job.tolerance, model::CapacityKind::kSpot)) {
+      const double od = OnDemandRefPrice(cap, fits);
+      for (int e = 0; e < entries; ++e) {
+        const PoolEntry& pe = cap.entry(e);
+        if (!fits[e] || pe.pool.kind != model::CapacityKind::kSpot || pe.derived) continue;
+        auto d = LearnedFor(*book, v, pe, od, config);
+        if (!d) continue;
+        v.learned.emplace_back(e, std::move(*d));
+      }
+      // Zones: the job goes to (or waits for) the spot pool where the controller expects
+      // it to cost least; the other learned pools are closed to it. Where that pool's
+      // verdict is on-demand, every learned pool is.
+      int best = -1;
+      for (int k = 0; k < static_cast<int>(v.learned.size()); ++k)
+        if (best < 0 || v.learned[k].second.expected_micros < v.learned[best].second.expected_micros)
+          best = k;
+      if (best >= 0) {
+        const bool spot = v.learned[best].second.action != SpotAction::kOnDemand;
+        v.learned_prefers_spot = spot;
+        for (int k = 0; k < static_cast<int>(v.learned.size()); ++k)
+          if (k != best || !spot) v.learned[k].second.action = SpotAction::kOnDemand;
+      }
+    }
 
     // data() + offset, not &rates_[...]: with no options rates_ is empty and indexing it is
     // undefined behaviour (UBSan in the unit tests, scripts/sanitize).
@@ -85,6 +138,12 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
                                       : job.gpus > pe.largest_node && !config.multi_node_gangs) {
         continue;  // (spot that comes back by itself is an option with no room: a wait)
       }
+      const SpotDecision* learned = nullptr;
+      for (const auto& [le, d] : v.learned)
+        if (le == e) learned = &d;
+      if (learned && learned->action == SpotAction::kOnDemand) continue;
+      // Spot or waiting for it is worth more than paying on-demand now: reserved stays open.
+      if (v.learned_prefers_spot && pe.pool.kind == model::CapacityKind::kOnDemand) continue;
       Estimate est = EstimateOn(v.work, pe.pool, Nodes(static_cast<int>(j), o), fresh_node);
       if (budgets.any_hard() && !budgets.Allows(job.team_id, pe.pool, est.cost)) continue;
       double rate;
@@ -94,7 +153,8 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
         double per_ref = (est.startup_hours + est.wall_hours) / std::max(v.work.ref_hours, 1e-3);
         rate = std::min(kMaxRate, per_ref * kLateRatePerHour);
       } else {
-        bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline) : SpotCovered(est, v.deadline);
+        bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline)
+                                       : learned != nullptr || SpotCovered(est, v.deadline);
         if (!ok) continue;
         rate = DecisionRate(v.work, pe.pool, est, config);
         if (fresh_node) rate = rate * kNewNodeFactor + 1;

@@ -10,6 +10,7 @@
 #include "scheduler/policy/capacity.h"
 #include "scheduler/policy/cost_model.h"
 #include "scheduler/policy/priority.h"
+#include "scheduler/policy/spot_book.h"
 
 namespace frugal::policy {
 
@@ -25,12 +26,26 @@ struct JobView {
   int tier = 0;                // priority score in 8 steps (0 lowest): the unplaced penalty
   bool any_type_fits = false;  // some entry has the GPU type and memory asked for
   bool late = false;           // the deadline cannot be met anywhere: earliest finish wins
+  // The learned controller's verdict per spot entry (issue 14), where it applies: entry
+  // index and decision. Spot or wait on any of them closes the paid safe options.
+  std::vector<std::pair<int, SpotDecision>> learned;
+  bool learned_prefers_spot = false;
 };
+
+// The safe alternative's price per GPU per reference hour for a job that fits `fits`: the
+// cheapest on-demand pool (0: none).
+double OnDemandRefPrice(const Capacity& capacity, const std::vector<char>& fits);
+// The learned decision for a deadline job `view` (pending) on spot entry `e`, or empty.
+std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& view,
+                                       const PoolEntry& spot, double od_ref_price,
+                                       const PolicyConfig& config);
 
 // Option rates of every job, flat: rate(j, o) < 0 means "not allowed".
 class JobOptions {
  public:
-  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity, const PolicyConfig& config);
+  // `book`: the learned spot controller's tables; null decides by the rules alone.
+  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity, const PolicyConfig& config,
+             const SpotBook* book = nullptr);
 
   int jobs() const { return static_cast<int>(views_.size()); }
   int options() const { return options_; }

@@ -66,10 +66,42 @@ Work MoveWork(const model::RunningAttempt& a, int gpus, const PolicyConfig& conf
   return work;
 }
 
+// The learned controller's view of running job `a` on `pool`.
+std::optional<SpotDecision> LearnedRunning(const SpotBook* book, const model::Snapshot& s,
+                                           const model::RunningAttempt& a, const Work& work,
+                                           const DeadlineView& view, const model::Pool& spot,
+                                           JobWhere where, double od_ref_price,
+                                           const PolicyConfig& config) {
+  if (!book || !a.deadline || !view.Feasible() || od_ref_price <= 0) return std::nullopt;
+  const double speed = spot.speed > 0 ? spot.speed : 1.0;
+  SpotJob job;
+  job.time_left_hours = view.left_hours - view.margin_hours;
+  // Every launch pays the restore first (the simulator's changeover); the work since the
+  // later of its end and the latest checkpoint is unsaved, and already done.
+  const double restore = Hours(config.restore_time);
+  job.changeover_left_hours = std::max(0.0, restore - HoursBetween(a.started_at, s.now));
+  Timestamp anchor = a.started_at + config.restore_time;
+  if (a.last_checkpoint_at && *a.last_checkpoint_at > anchor) anchor = *a.last_checkpoint_at;
+  job.unsaved_hours = std::max(0.0, HoursBetween(anchor, s.now));
+  job.work_hours = std::max(0.0, work.ref_hours / speed - job.unsaved_hours);
+  job.restore_hours = restore;
+  job.checkpoint_hours = work.checkpoint_hours;
+  job.where = where;
+  job.od_price_per_gpu_hour = od_ref_price * speed;
+  return book->Decide(spot, job);
+}
+
+double OnDemandRefPriceFor(const Capacity& cap, const model::RunningAttempt& a) {
+  std::vector<char> fits(cap.size());
+  for (int e = 0; e < cap.size(); ++e)
+    fits[e] = PoolFits(a.gpu_types, a.min_gpu_mem_gb, cap.entry(e).pool);
+  return OnDemandRefPrice(cap, fits);
+}
+
 }  // namespace
 
 void MigrateOffSpot(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
-                    model::Plan& plan) {
+                    model::Plan& plan, const SpotBook* book) {
   for (const auto& [job_id, m] : CheckpointedJobs(s)) {
     const model::RunningAttempt& a = *m.first;
     if (!a.deadline) continue;
@@ -81,6 +113,14 @@ void MigrateOffSpot(const model::Snapshot& s, const Capacity& cap, const PolicyC
     if (target < 0) continue;  // nowhere safe to go: staying on spot is the better bet
     DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
     const model::Pool& spot = cap.entry(spot_entry).pool;
+    if (auto d = LearnedRunning(book, s, a, work, view, spot, JobWhere::kSpot,
+                                OnDemandRefPriceFor(cap, a), config)) {
+      if (d->action == SpotAction::kSpot) continue;
+      std::string reason = LearnedMoveReason(spot, *d, cap.entry(target).pool);
+      for (const auto* p : m.parts)
+        plan.stops.push_back({p->attempt_id, p->job_id, model::StopKind::kMigrateOffSpot, reason});
+      continue;
+    }
     Estimate here = EstimateOn(work, spot, static_cast<int>(m.parts.size()), false);
     // The slack is counted from the latest checkpoint, so the work done since is already
     // written off; a reclaim can still take what runs until the next checkpoint (after the
@@ -113,7 +153,7 @@ double MoveToSpotSaving(double gpus, const model::Pool& here, const model::Pool&
 }
 
 void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& config,
-                   model::Plan& plan) {
+                   model::Plan& plan, const SpotBook* book) {
   std::set<model::JobId> stopped;
   for (const auto& st : plan.stops) stopped.insert(st.job_id);
   const QuotaBook quotas(s);
@@ -140,6 +180,16 @@ void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& 
       if (cap.Usable(e, m.gpus, config.multi_node_gangs) < m.gpus) continue;
       if (any_quota && !quotas.Allows(a.team_id, pe.pool, m.gpus)) continue;
       Estimate est = EstimateOn(work, pe.pool, 1, false);
+      if (auto d = LearnedRunning(book, s, a, work, view, pe.pool, JobWhere::kOnDemand,
+                                  OnDemandRefPriceFor(cap, a), config)) {
+        if (d->action != SpotAction::kSpot) continue;
+        // The controller priced the changeovers: the move's worth is the price difference.
+        double saving = m.gpus * std::max(1.0, est.run_hours) *
+                        (static_cast<double>(here.price_per_gpu_hour) -
+                         static_cast<double>(pe.pool.price_per_gpu_hour));
+        if (saving > best_saving) best = e, best_saving = saving, best_est = est;
+        continue;
+      }
       if (!SpotCovered(est, view)) continue;
       double saving = MoveToSpotSaving(m.gpus, here, pe.pool, est.run_hours - work.restore_hours,
                                        work.restore_hours, work.checkpoint_hours);

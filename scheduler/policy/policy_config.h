@@ -52,6 +52,13 @@ struct PolicyConfig {
   // Reserved capacity is already paid for: its marginal cost is its price times this
   // (not 0, so that among reserved pools the cheaper-per-work one still wins).
   double reserved_cost_weight = 0.001;
+  // The learned spot controller (issue 14, decision 0023): deadline jobs choose between
+  // spot, on-demand and waiting by the DP over each spot pool's learned availability model,
+  // where the pool has one. Tables are solved in the background (SpotBook::SolvePending);
+  // `solve_spot_tables_inline` solves them inside Decide instead (the simulator: every
+  // decision has its table, at 1-3 s per new table).
+  bool learned_spot_control = true;
+  bool solve_spot_tables_inline = false;
 };
 
 }  // namespace frugal::policy

@@ -50,13 +50,25 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
     std::uint8_t act;
   };
   std::vector<Change> changes;
+  const int G = kValueGrid;
+  value_rows_ = T / G + 1;
+  value_cols_ = (W + G - 1) / G + 1;
+  idle_values_.assign(static_cast<size_t>(value_rows_) * value_cols_ * S,
+                      std::numeric_limits<float>::infinity());
+  for (int c = 0; c < value_cols_; ++c)  // tau = 0: only a job with no work left is done
+    for (int st = 0; st < S; ++st)
+      idle_values_[static_cast<size_t>(c) * S + st] = c == 0 ? 0.0f : std::numeric_limits<float>::infinity();
   auto V = [&](int w, int m, int s) {
     return w > W ? kInf : prev[static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s];
   };
   // Backwards in ticks left: each layer needs only the one before it.
   for (int tau = 1; tau <= T; ++tau) {
     std::fill(cur.begin(), cur.begin() + cell, 0.0);
-    for (int w = 1; w <= W; ++w) {
+    // More work than ticks left: the deadline is lost whatever is chosen (on-demand, the
+    // lookup's default where a cell has no run yet). Not solved: a third of the work.
+    const int w_top = std::min(W, tau);
+    std::fill(cur.begin() + static_cast<size_t>(w_top + 1) * cell, cur.end(), kInf);
+    for (int w = 1; w <= w_top; ++w) {
       for (int m = 0; m < M; ++m) {
         for (int s = 0; s < S; ++s) {
           const size_t at = static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s;
@@ -84,7 +96,8 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
             int m1 = k - 1 >= 1 ? k - 1 : kOdRun;
             od = od_p + expect(w, m1, w, m1);
           }
-          if (od < best) best = od, choice = 1;
+          // Ties go to on-demand: equal cost, the job finishes sooner.
+          if (od <= best * (1 + 1e-12)) best = od, choice = 1;
           if (is_up) {
             double sp;
             if (m >= kSpotR) {
@@ -106,6 +119,17 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
             changes.push_back({static_cast<std::uint32_t>(at), static_cast<std::uint16_t>(tau),
                                static_cast<std::uint8_t>(choice)});
           }
+        }
+      }
+    }
+    if (tau % G == 0) {
+      float* row_v = &idle_values_[static_cast<size_t>(tau / G) * value_cols_ * S];
+      for (int c = 0; c < value_cols_; ++c) {
+        const int w = std::min(W, c * G);
+        for (int st = 0; st < S; ++st) {
+          double v = cur[static_cast<size_t>(w) * cell + st];  // mode 0: idle
+          row_v[static_cast<size_t>(c) * S + st] =
+              v >= kInf / 2 ? std::numeric_limits<float>::infinity() : static_cast<float>(v);
         }
       }
     }
@@ -155,9 +179,20 @@ SpotAction SpotPolicy::Action(const SpotJobState& s) const {
   return static_cast<SpotAction>(run_act_[(it - run_tau_.begin()) - 1]);
 }
 
+double SpotPolicy::IdleValue(const SpotJobState& s) const {
+  if (s.work_left <= 0) return 0;
+  if (!Covers(s) || s.chain_state < 0 || s.chain_state >= S_) return kInf;
+  const int r = std::clamp(s.time_left, 0, shape_.max_time) / kValueGrid;
+  const int c = (s.work_left + kValueGrid - 1) / kValueGrid;
+  if (c >= value_cols_) return kInf;
+  float v = idle_values_[(static_cast<size_t>(r) * value_cols_ + c) * S_ + s.chain_state];
+  return std::isinf(v) ? kInf : v;
+}
+
 size_t SpotPolicy::bytes() const {
   return offsets_.size() * sizeof(std::uint32_t) + run_tau_.size() * sizeof(std::uint16_t) +
-         run_act_.size() + start_values_.size() * sizeof(double) + sizeof(*this);
+         run_act_.size() + start_values_.size() * sizeof(double) +
+         idle_values_.size() * sizeof(float) + sizeof(*this);
 }
 
 SpotForecast Forecast(const SpotPolicy& policy,

@@ -68,6 +68,13 @@ class SpotPolicy {
   // Expected cost, in on-demand ticks, of the widest job (max_time, max_work) submitted idle
   // in `state` and run by this policy.
   double StartValue(int state) const { return start_values_[state]; }
+  // Expected cost, in on-demand ticks, of a job idle now in `s` (its where is ignored) and
+  // run by this policy from here: kept on a grid of kValueGrid ticks, read with the time
+  // rounded down and the work rounded up (an over-estimate of at most a grid step's
+  // worth). Comparable across pools of one job: placement picks the spot pool to go to or
+  // wait for by it. Infinite when the deadline cannot be met.
+  double IdleValue(const SpotJobState& s) const;
+  static constexpr int kValueGrid = 8;
   // Memory the policy holds, in bytes.
   size_t bytes() const;
 
@@ -81,6 +88,8 @@ class SpotPolicy {
   std::vector<std::uint16_t> run_tau_;
   std::vector<std::uint8_t> run_act_;
   std::vector<double> start_values_;
+  std::vector<float> idle_values_;  // per (tau / grid, ceil(w / grid), state)
+  int value_rows_ = 0, value_cols_ = 0;
 };
 
 // What running a job by a policy is expected to cost, from a Monte Carlo of the chain

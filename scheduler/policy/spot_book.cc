@@ -1,0 +1,193 @@
+#include "scheduler/policy/spot_book.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace frugal::policy {
+
+namespace {
+
+int Ticks(double hours, double tick_hours) {
+  return static_cast<int>(std::ceil(hours / tick_hours - 1e-9));
+}
+
+int RoundUp(int v, int step) { return (v + step - 1) / step * step; }
+
+}  // namespace
+
+std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const SpotJob& job) const {
+  const auto& m = pool.availability;
+  if (!m || m->bins() == 0 || job.od_price_per_gpu_hour <= 0) return std::nullopt;
+  const double tick_h = static_cast<double>(m->tick_seconds) / 3600.0;
+  SpotJobState st;
+  st.time_left = std::max(0, static_cast<int>(std::floor(job.time_left_hours / tick_h + 1e-9)));
+  st.work_left = std::max(1, Ticks(job.work_hours, tick_h));
+  st.where = job.where;
+  st.changeover_left = std::max(0, Ticks(job.changeover_left_hours, tick_h));
+  const int changeover = std::max(1, Ticks(job.restore_hours, tick_h));
+  // A job that saves on notice loses nothing to a reclaim: one-tick checkpoints.
+  const int checkpoint = job.saves_on_notice || job.checkpoint_hours <= 0
+                             ? 1
+                             : std::max(1, static_cast<int>(std::lround(job.checkpoint_hours / tick_h)));
+  if (job.checkpoint_hours <= 0 && !job.saves_on_notice) return std::nullopt;
+  st.unsaved = checkpoint == 1 ? 0 : std::clamp(Ticks(job.unsaved_hours, tick_h) , 0, checkpoint - 1);
+  if (checkpoint > kMaxCheckpointTicks || changeover > kMaxChangeoverTicks ||
+      st.work_left > kMaxTicks)
+    return std::nullopt;
+  const double ratio =
+      static_cast<double>(pool.price_per_gpu_hour) / job.od_price_per_gpu_hour;
+  const int price_pct = std::clamp(static_cast<int>(std::lround(ratio * 20)) * 5, 0, 1000);
+  const int age = static_cast<int>(
+      std::min<std::int64_t>(pool.availability_now.spell_seconds / m->tick_seconds, 1 << 30));
+  st.chain_state = m->State(pool.availability_now.up, age);
+
+  const int want_time = std::min(kMaxTicks, std::max(st.time_left, st.work_left));
+  std::shared_ptr<const SpotPolicy> table;
+  Key wanted{pool.id, m.get(), changeover, checkpoint, price_pct,
+             std::min(kMaxTicks, RoundUp(std::max(1, want_time), kBucketTicks)),
+             std::min(kMaxTicks, RoundUp(st.work_left, kBucketTicks))};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A refitted model replaces the pool's older one: its tables go.
+    for (auto it = entries_.begin(); it != entries_.end();)
+      it = it->first.pool == pool.id && it->first.model != m.get() ? entries_.erase(it) : std::next(it);
+    // Any solved table of this model and shape that covers the job: the smallest.
+    for (auto it = entries_.lower_bound(Key{pool.id, m.get(), changeover, checkpoint, price_pct, 0, 0});
+         it != entries_.end() && it->first.pool == pool.id && it->first.model == m.get() &&
+         it->first.changeover == changeover && it->first.checkpoint == checkpoint &&
+         it->first.price_pct == price_pct;
+         ++it) {
+      if (!it->second.table || it->first.max_work < st.work_left) continue;
+      if (it->first.max_time < std::min(st.time_left, wanted.max_time)) continue;
+      it->second.used = ++clock_;
+      table = it->second.table;
+      break;
+    }
+    if (!table) {
+      Entry& e = entries_[wanted];
+      if (!e.model) {
+        e.model = m;
+        e.prior = model::PriorFor(m->tick_seconds, pool.preemption_prior_per_node_hour,
+                                  model::kOutagePriorHours);
+      }
+      e.used = ++clock_;
+      if (!inline_) return std::nullopt;  // queued for SolvePending
+    }
+  }
+  if (!table) {
+    Entry copy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      copy = entries_[wanted];
+    }
+    table = Solve(wanted, copy);
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[wanted];
+    if (!e.table) e.table = table;
+    table = e.table;
+    EvictLocked(pool.id);
+  }
+  SpotDecision d;
+  d.state = st;
+  d.chain_state = st.chain_state;
+  d.table = table;
+  d.model = m;
+  d.action = table->Action(st);
+  d.tick_hours = tick_h;
+  {
+    SpotJobState idle = st;
+    idle.where = JobWhere::kIdle;
+    idle.changeover_left = 0;
+    idle.unsaved = 0;
+    d.expected_micros = table->IdleValue(idle) * job.od_price_per_gpu_hour * tick_h;
+  }
+  const auto prior = model::PriorFor(m->tick_seconds, pool.preemption_prior_per_node_hour,
+                                     model::kOutagePriorHours);
+  const auto next = m->Transitions(prior.prior_ticks, prior.up_end, prior.down_end);
+  for (const auto& n : next[st.chain_state])
+    if (m->IsUp(n.state) != m->IsUp(st.chain_state)) d.hazard += n.p;
+  if (d.action == SpotAction::kSpot && !pool.availability_now.up) d.action = SpotAction::kWait;
+  return d;
+}
+
+std::shared_ptr<const SpotPolicy> SpotBook::Solve(const Key& key, const Entry& entry) const {
+  SpotDpShape shape;
+  shape.max_time = key.max_time;
+  shape.max_work = key.max_work;
+  shape.changeover = key.changeover;
+  shape.checkpoint = key.checkpoint;
+  shape.spot_price = key.price_pct / 100.0;
+  const model::AvailabilityModel& m = *entry.model;
+  std::vector<std::uint8_t> up(m.states());
+  for (int s = 0; s < m.states(); ++s) up[s] = m.IsUp(s) ? 1 : 0;
+  return std::make_shared<const SpotPolicy>(
+      m.Transitions(entry.prior.prior_ticks, entry.prior.up_end, entry.prior.down_end), up, shape);
+}
+
+std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d) {
+  const std::int64_t age = pool.availability_now.spell_seconds;
+  const std::int64_t tick_min = d.model ? d.model->tick_seconds / 60 : 3;
+  std::string span = age >= 3600 ? std::to_string(age / 3600) + "h " + std::to_string(age % 3600 / 60) + "m"
+                                 : std::to_string(age / 60) + "m";
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.1f%%", 100 * d.hazard);
+  return pool.name + (pool.availability_now.up ? " up for " : " down for ") + span + ", " + pct +
+         (pool.availability_now.up ? " chance of a reclaim" : " chance it returns") + " per " +
+         std::to_string(tick_min) + " minutes";
+}
+
+int SpotBook::SolvePending() {
+  int solved = 0;
+  for (;;) {
+    Key key{};
+    Entry copy;
+    bool found = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [k, e] : entries_) {
+        if (e.table) continue;
+        key = k, copy = e, found = true;
+        break;
+      }
+    }
+    if (!found) return solved;
+    auto table = Solve(key, copy);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && !it->second.table) it->second.table = std::move(table);
+    EvictLocked(key.pool);
+    ++solved;
+  }
+}
+
+void SpotBook::EvictLocked(model::PoolId pool) const {
+  for (;;) {
+    size_t bytes = 0;
+    auto oldest = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first.pool != pool || !it->second.table) continue;
+      bytes += it->second.table->bytes();
+      if (oldest == entries_.end() || it->second.used < oldest->second.used) oldest = it;
+    }
+    if (bytes <= max_bytes_ || oldest == entries_.end()) return;
+    entries_.erase(oldest);
+  }
+}
+
+std::map<model::PoolId, size_t> SpotBook::BytesPerPool() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<model::PoolId, size_t> out;
+  for (const auto& [k, e] : entries_)
+    if (e.table) out[k.pool] += e.table->bytes();
+  return out;
+}
+
+int SpotBook::tables() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [k, e] : entries_) n += e.table ? 1 : 0;
+  return n;
+}
+
+}  // namespace frugal::policy

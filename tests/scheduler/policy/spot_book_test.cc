@@ -1,0 +1,171 @@
+// The learned spot controller (policy/spot_dp.h, policy/spot_book.h, decision 0023): the
+// compact policy, the book that caches it, and placement/cost deciding by it.
+#include "scheduler/policy/spot_book.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "cost_policy_fixture.h"
+#include "scheduler/policy/cost_policy.h"
+
+namespace frugal::policy {
+namespace {
+
+using namespace testing;
+using model::AvailabilityModel;
+using model::CapacityKind;
+
+// A chain fitted on `spells` repeated `times` (up and down in turn, in ticks).
+std::shared_ptr<const AvailabilityModel> Model(std::vector<int> spells, int times) {
+  auto m = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
+  for (int t = 0; t < times; ++t)
+    for (size_t i = 0; i < spells.size(); ++i) m->AddSpell(i % 2 == 0, spells[i], true);
+  return m;
+}
+
+std::vector<std::uint8_t> UpOf(const AvailabilityModel& m) {
+  std::vector<std::uint8_t> up(m.states());
+  for (int s = 0; s < m.states(); ++s) up[s] = m.IsUp(s);
+  return up;
+}
+
+TEST(SpotPolicyTest, TheCompactPolicyIsSmallAndOnDemandWhenSlackRunsOut) {
+  auto m = Model({200, 10}, 50);  // long up spells, short outages
+  auto next = m->Transitions(1, 0.05, 0.05);
+  SpotDpShape shape{.max_time = 640, .max_work = 512, .changeover = 2, .checkpoint = 5,
+                    .spot_price = 0.3};
+  SpotPolicy p(next, UpOf(*m), shape);
+  // The full table would be 641 x 513 x 19 modes x 16 states = 100 MB of bytes.
+  EXPECT_LT(p.bytes(), 8u << 20) << p.bytes();
+  SpotJobState s{.time_left = 640, .work_left = 400, .where = JobWhere::kIdle,
+                 .chain_state = m->State(true, 0)};
+  EXPECT_EQ(p.Action(s), SpotAction::kSpot);
+  // No slack left: only on-demand finishes in time.
+  s.time_left = 402;
+  EXPECT_EQ(p.Action(s), SpotAction::kOnDemand);
+  // A job bigger than the table: on-demand, whatever the chain says.
+  s.work_left = 600;
+  s.time_left = 640;
+  EXPECT_FALSE(p.Covers(s));
+  EXPECT_EQ(p.Action(s), SpotAction::kOnDemand);
+}
+
+TEST(SpotPolicyTest, TheForecastAgreesWithTheTablesExpectation) {
+  auto m = Model({40, 8}, 30);
+  auto next = m->Transitions(1, 0.05, 0.05);
+  SpotDpShape shape{.max_time = 200, .max_work = 120, .changeover = 1, .checkpoint = 3,
+                    .spot_price = 0.35};
+  SpotPolicy p(next, UpOf(*m), shape);
+  const int state = m->State(true, 0);
+  SpotJobState s{.time_left = 200, .work_left = 120, .where = JobWhere::kIdle, .chain_state = state};
+  SpotForecast f = Forecast(p, next, UpOf(*m), s, 4000, 7);
+  EXPECT_EQ(f.miss_risk, 0);
+  EXPECT_NEAR(f.mean_cost, p.StartValue(state), 4 * f.sd_cost / std::sqrt(4000.0) + 1e-9);
+  EXPECT_GT(f.reclaims, 0);
+  EXPECT_LT(f.mean_cost, 121);  // cheaper than on-demand (1 + 120 ticks)
+}
+
+model::Pool SpotPool(std::shared_ptr<const AvailabilityModel> m, bool up) {
+  model::Pool p = MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0);
+  p.availability = std::move(m);
+  p.availability_now = {up, 0};
+  p.preemption_prior_per_node_hour = 0.1;
+  return p;
+}
+
+SpotJob TenHourJob(double time_left_hours) {
+  return SpotJob{.time_left_hours = time_left_hours, .work_hours = 10, .restore_hours = 0.1,
+                 .checkpoint_hours = 0.25, .od_price_per_gpu_hour = 3e6};
+}
+
+TEST(SpotBookTest, QueuesATableForTheBackgroundAndDecidesOnceItIsSolved) {
+  SpotBook book;  // not inline: Decide never solves
+  model::Pool pool = SpotPool(Model({200, 10}, 50), true);
+  EXPECT_FALSE(book.Decide(pool, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.tables(), 0);
+  EXPECT_EQ(book.SolvePending(), 1);
+  auto d = book.Decide(pool, TenHourJob(30));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->action, SpotAction::kSpot);
+  EXPECT_GT(d->hazard, 0);
+  // One table serves the rest of the job's life.
+  EXPECT_TRUE(book.Decide(pool, TenHourJob(12)).has_value());
+  EXPECT_EQ(book.tables(), 1);
+  EXPECT_LT(book.BytesPerPool()[3], 64u << 20);
+  // A refitted model replaces the pool's tables.
+  pool.availability = Model({200, 10}, 51);
+  EXPECT_FALSE(book.Decide(pool, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.tables(), 0);
+}
+
+TEST(SpotBookTest, AJobWithoutCheckpointsOrAModelIsLeftToTheRules) {
+  SpotBook book(/*solve_inline=*/true);
+  SpotJob job = TenHourJob(30);
+  job.checkpoint_hours = 0;
+  EXPECT_FALSE(book.Decide(SpotPool(Model({200, 10}, 50), true), job).has_value());
+  EXPECT_FALSE(book.Decide(SpotPool(nullptr, true), TenHourJob(30)).has_value());
+}
+
+class LearnedPlacementTest : public CostPolicyTest {
+ protected:
+  void SetUp() override {
+    config_.solve_spot_tables_inline = true;
+    s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0),
+                MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0, 1.0, 80, 8)};
+    s_.nodes = {MakeNode(20, 2, 8)};
+  }
+  void Spot(std::shared_ptr<const AvailabilityModel> m, bool up) {
+    s_.pools[1].availability = std::move(m);
+    s_.pools[1].availability_now = {up, 0};
+    if (up) s_.nodes.push_back(MakeNode(30, 3, 8));
+  }
+};
+
+// Spot that stays up for days: the job goes there although the slack rules would too.
+TEST_F(LearnedPlacementTest, RunsOnSpotThatTheModelExpectsToLast) {
+  Spot(Model({2000, 5}, 20), true);
+  s_.pending = {CheckpointedJob(20h)};
+  EXPECT_EQ(NodeOf(Decide(), 1), 30);
+}
+
+// Spot that is down and, by its history, back within minutes: with 10 h of slack the job
+// waits for it rather than pay on-demand now.
+TEST_F(LearnedPlacementTest, WaitsForSpotThatTheModelExpectsBackSoon) {
+  Spot(Model({400, 3}, 40), false);
+  s_.pending = {CheckpointedJob(20h)};
+  auto plan = Decide();
+  EXPECT_TRUE(AssignmentsOf(plan, 1).empty()) << NodeOf(plan, 1);
+}
+
+// Spot whose outages last days by its history. Waiting costs nothing while the slack lasts,
+// so the controller keeps the chance of a return; once the slack is down to what on-demand
+// needs, it pays on-demand.
+TEST_F(LearnedPlacementTest, WaitsWhileItIsFreeThenPaysOnDemandForALongOutage) {
+  Spot(Model({30, 2000}, 20), false);
+  s_.pending = {CheckpointedJob(20h)};
+  EXPECT_TRUE(AssignmentsOf(Decide(), 1).empty());
+  s_.pending = {CheckpointedJob(10h + 20min)};
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+}
+
+// Memoryless up spells of about 20 minutes, hourly checkpoints, spot 3% below on-demand:
+// the restores and reclaims take more than spot saves, so the job runs on on-demand with
+// spot up and days of slack.
+TEST_F(LearnedPlacementTest, AvoidsSpotWhoseSpellsAreTooShortToPay) {
+  auto m = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
+  std::mt19937 rng(3);
+  std::geometric_distribution<int> spell(1.0 / 7);
+  for (int i = 0; i < 400; ++i) m->AddSpell(true, 1 + spell(rng), true), m->AddSpell(false, 1 + spell(rng), true);
+  s_.pools[1].price_per_gpu_hour = 2900000;
+  Spot(m, true);
+  s_.pending = {CheckpointedJob(60h)};
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+  // At a third of the price the same spells pay: spot.
+  s_.pools[1].price_per_gpu_hour = 1000000;
+  EXPECT_EQ(NodeOf(Decide(), 1), 30);
+}
+
+}  // namespace
+}  // namespace frugal::policy
