@@ -13,6 +13,24 @@ json OptTime(const std::optional<Timestamp>& t) {
 
 }  // namespace
 
+json EncodeOutlooks(const std::vector<policy::SpotOutlook>& v) {
+  json out = json::array();
+  for (const auto& o : v) {
+    json e = {{"pool", o.pool}, {"ready", o.ready}, {"text", o.text},
+              {"pool_state", {{"up", o.up}, {"spell_seconds", o.spell_seconds}}}};
+    if (o.ready) {
+      e["action"] = policy::ToString(o.action);
+      e["expected_cost"] = FormatDollars(o.expected_cost, true);
+      e["cost_sd"] = FormatDollars(o.cost_sd, true);
+      e["expected_reclaims"] = o.reclaims;
+      e["deadline_risk"] = o.deadline_risk;
+      e["pool_state"]["hazard"] = o.hazard;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 json EncodeQuote(const policy::Quote& q) {
   json pools = json::array();
   for (const auto& p : q.pools) {
@@ -47,7 +65,8 @@ json EncodeQuote(const policy::Quote& q) {
           {"deadline_feasible", q.deadline_feasible},
           {"refusal", !q.unplaceable.empty() ? json(q.unplaceable)
                       : q.refusal.empty()        ? json(nullptr)
-                                                 : json(q.refusal)}};
+                                                 : json(q.refusal)},
+          {"learned", EncodeOutlooks(q.learned)}};
 }
 
 StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec) {
@@ -85,6 +104,11 @@ void RegisterPlacementRoutes(Router& s, Context& ctx) {
                                 {"score", why.factors->score}};
               out["factors_text"] = why.factors_text;
             }
+            // The learned spot controller's priced options (issue 14).
+            out["options"] = EncodeOutlooks(why.spot);
+            if (!why.on_demand_pool.empty())
+              out["on_demand"] = {{"pool", why.on_demand_pool},
+                                  {"expected_cost", FormatDollars(why.on_demand_cost, true)}};
           }
           return Reply{200, out};
         }));

@@ -43,6 +43,11 @@ Status RunDryRun(Session& s, const json& body) {
     s.out << "Earliest safe finish: " << Text(q, "earliest_finish") << " on "
           << Text(q, "earliest_pool") << "\n";
   if (!q.value("deadline_feasible", true)) s.out << "Deadline: " << Text(q, "refusal") << "\n";
+  const json& learned = Field(q, "learned");
+  if (learned.is_array() && !learned.empty()) {
+    s.out << "\nLearned spot model:\n";
+    for (const auto& o : learned) s.out << "  " << Text(o, "text") << "\n";
+  }
   return Status::Ok();
 }
 
@@ -69,6 +74,14 @@ Status RunWhy(Session& s, std::int64_t id) {
     s.out << "  Ahead of it: " << Text(b, "higher_priority_pending")
           << " pending job(s) of higher priority; " << Text(b, "same_priority_pending")
           << " other pending job(s) of its priority compete by score.\n";
+  const json& options = Field(b, "options");
+  if (options.is_array() && !options.empty()) {
+    s.out << "  Options, priced by the learned spot model:\n";
+    for (const auto& o : options) s.out << "    " << Text(o, "text") << "\n";
+    const json& od = Field(b, "on_demand");
+    if (!od.is_null())
+      s.out << "    on-demand " << Text(od, "pool") << ": $" << Text(od, "expected_cost") << "\n";
+  }
   return Status::Ok();
 }
 

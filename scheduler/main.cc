@@ -18,6 +18,8 @@
 #include "config/config.h"
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/engine/spot_solver.h"
+#include "scheduler/policy/cost_policy.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/provider/local_provider.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -128,7 +130,12 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
                                  [&alerts] { alerts.Wake(); },
                                  std::chrono::duration_cast<std::chrono::milliseconds>(
                                      cfg.leader_lease_ttl)});
-  frugal::engine::Advisor advisor(store, policy_config);
+  // The learned spot controller's tables are solved off the cycle (decision 0023).
+  std::shared_ptr<frugal::policy::SpotBook> spot_book;
+  if (auto* cost = dynamic_cast<const frugal::policy::CostPolicy*>(policy->get()))
+    spot_book = cost->spot_book();
+  frugal::engine::SpotSolver spot_solver(spot_book, std::chrono::milliseconds(500));
+  frugal::engine::Advisor advisor(store, policy_config, spot_book.get());
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
                                  cfg.db_pool_size});
@@ -137,6 +144,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
 
   engine.Start();
   alerts.Start();
+  spot_solver.Start();
   if (*local) {
     auto token = ProviderToken(store);
     if (!token.ok()) {
@@ -163,6 +171,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   signal_thread.join();
   engine.Stop();
   alerts.Stop();
+  spot_solver.Stop();
   return 0;  // `db` stops the embedded PostgreSQL if we started it
 }
 

@@ -8,15 +8,26 @@ StatusOr<policy::Quote> Advisor::Quote(const model::JobSpec& spec, Timestamp now
   ASSIGN_OR_RETURN(auto pools, store_.ListPools());
   model::PendingJob job = policy::PendingFromSpec(spec, now);
   ASSIGN_OR_RETURN(job.priority_rank, model::PriorityRank(spec.priority));
-  return policy::QuoteJob(job, pools, now, config_);
+  return policy::QuoteJob(job, pools, now, config_, book_);
 }
 
 StatusOr<Why> Advisor::Explain(model::JobId job, int max_pending) const {
   ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(max_pending));
   Why why;
   int rank = -1;
-  for (const auto& p : snapshot.pending)
-    if (p.id == job) rank = p.priority_rank;
+  for (const auto& p : snapshot.pending) {
+    if (p.id != job) continue;
+    rank = p.priority_rank;
+    if (book_) {
+      auto q = policy::QuoteJob(p, snapshot.pools, snapshot.now, config_, book_);
+      why.spot = std::move(q.learned);
+      if (q.on_demand_pool) {
+        why.on_demand_cost = q.on_demand_cost;
+        for (const auto& pool : snapshot.pools)
+          if (pool.id == *q.on_demand_pool) why.on_demand_pool = pool.name;
+      }
+    }
+  }
   if (rank < 0) return why;
   if (rank < static_cast<int>(config_.priority_classes.size()))
     why.priority_class = config_.priority_classes[rank];

@@ -20,12 +20,18 @@ struct Why {
   std::string priority_class;
   int higher_pending = 0;  // pending jobs of higher classes, which go first
   int same_class_pending = 0;  // other pending jobs of its class, ordered by score
+  // The learned spot controller's priced options (deadline jobs, spot pools with a model).
+  std::vector<policy::SpotOutlook> spot;
+  Micros on_demand_cost = 0;  // the cheapest allowed on-demand pool's expected cost; 0: none
+  std::string on_demand_pool;
 };
 
 class Advisor {
  public:
-  Advisor(store::JobStore& store, policy::PolicyConfig config)
-      : store_(store), config_(std::move(config)) {}
+  // `book`: the learned spot controller's tables (may be null; must outlive the advisor).
+  Advisor(store::JobStore& store, policy::PolicyConfig config,
+          const policy::SpotBook* book = nullptr)
+      : store_(store), config_(std::move(config)), book_(book) {}
 
   // The quote for `spec` against the pools as they are now.
   StatusOr<policy::Quote> Quote(const model::JobSpec& spec, Timestamp now) const;
@@ -37,6 +43,7 @@ class Advisor {
  private:
   store::JobStore& store_;
   const policy::PolicyConfig config_;
+  const policy::SpotBook* book_;
 };
 
 }  // namespace frugal::engine

@@ -63,8 +63,9 @@ std::string NoNodeHolds(const model::PendingJob& job, const std::vector<model::P
 }  // namespace
 
 Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& pools_in,
-               Timestamp now, const PolicyConfig& config) {
+               Timestamp now, const PolicyConfig& config, const SpotBook* book) {
   Quote q;
+  if (book) q.learned = SpotOutlooks(job, pools_in, now, config, *book);
   std::vector<model::Pool> pools = pools_in;
   std::sort(pools.begin(), pools.end(), [](auto& a, auto& b) { return a.id < b.id; });
   Work work = WorkOf(job, config);

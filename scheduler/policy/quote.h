@@ -13,6 +13,7 @@
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/policy/policy_config.h"
+#include "scheduler/policy/spot_outlook.h"
 
 namespace frugal::policy {
 
@@ -44,10 +45,13 @@ struct Quote {
   // Until gangs span nodes: set when every pool the job may use has nodes of a known size
   // and none holds the job; the message for the 422 at submit.
   std::string unplaceable;
+  // The learned spot controller's view per spot pool with a model (issue 14); empty
+  // without a book, a deadline or a spot pool with a model.
+  std::vector<SpotOutlook> learned;
 };
 
 Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& pools, Timestamp now,
-               const PolicyConfig& config = {});
+               const PolicyConfig& config = {}, const SpotBook* book = nullptr);
 
 // The policy's view of a job about to be submitted (priority rank left at its default).
 model::PendingJob PendingFromSpec(const model::JobSpec& spec, Timestamp created_at);

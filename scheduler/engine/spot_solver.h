@@ -1,0 +1,37 @@
+// Solves the learned spot controller's tables off the cycle (issue 14, decision 0023).
+// Decide queues a table it lacks (policy::SpotBook) and decides that job by the rules of
+// decisions 0014/0015 meanwhile; this thread solves what is queued, one to three seconds of
+// one core per table, so the next cycles decide by the model. Logs each batch it solves.
+// Thread-safety: Start and Stop from one thread; the book is internally synchronised.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+#include "scheduler/policy/spot_book.h"
+
+namespace frugal::engine {
+
+class SpotSolver {
+ public:
+  // Looks for queued tables every `interval`. A null book: Start does nothing.
+  SpotSolver(std::shared_ptr<policy::SpotBook> book, std::chrono::milliseconds interval)
+      : book_(std::move(book)), interval_(interval) {}
+  ~SpotSolver() { Stop(); }
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+  std::shared_ptr<policy::SpotBook> book_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace frugal::engine
