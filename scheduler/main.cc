@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/engine/availability_refitter.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/provider/local_provider.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -128,6 +129,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
                                  [&alerts] { alerts.Wake(); },
                                  std::chrono::duration_cast<std::chrono::milliseconds>(
                                      cfg.leader_lease_ttl)});
+  // Spot availability models are refitted on their own thread, never in the cycle.
+  frugal::engine::AvailabilityRefitter refitter(store, cfg.availability_refit_interval);
   frugal::engine::Advisor advisor(store, policy_config);
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
@@ -137,6 +140,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
 
   engine.Start();
   alerts.Start();
+  refitter.Start();
   if (*local) {
     auto token = ProviderToken(store);
     if (!token.ok()) {
@@ -163,6 +167,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   signal_thread.join();
   engine.Stop();
   alerts.Stop();
+  refitter.Stop();
   return 0;  // `db` stops the embedded PostgreSQL if we started it
 }
 
