@@ -81,16 +81,16 @@ Status RunAvailability(Session& s, const std::string& pool) {
 void Commands::AddPoolAvailability(CLI::App& pool) {
   CLI::App* history = pool.add_subcommand("history", "A spot pool's availability history");
   history->require_subcommand(1);
-  CLI::App* import = history->add_subcommand(
+  CLI::App* import_cmd = history->add_subcommand(
       "import", "Seed a spot pool's availability model from a CSV of the shared traces' format");
-  import->add_option("POOL", history_.pool, "Spot pool name")->required();
-  import->add_option("FILE", history_.file, "CSV: a time column (elapsed_s or timestamp_utc) and"
+  import_cmd->add_option("POOL", history_.pool, "Spot pool name")->required();
+  import_cmd->add_option("FILE", history_.file, "CSV: a time column (elapsed_s or timestamp_utc) and"
                                             " an availability column (1 = available)")
       ->required();
-  import->add_option("--column", history_.column,
+  import_cmd->add_option("--column", history_.column,
                      "Availability column (default: available, or the only one)");
-  import->add_option("--zone", history_.zone, "Zone whose rows to read, when the file has several");
-  OnParsed(*import, [this](Session& s) {
+  import_cmd->add_option("--zone", history_.zone, "Zone whose rows to read, when the file has several");
+  OnParsed(*import_cmd, [this](Session& s) {
     return RunHistoryImport(s, history_.pool, history_.file, history_.zone, history_.column);
   });
   CLI::App* show = pool.add_subcommand(
