@@ -74,12 +74,13 @@ TEST_F(AvailabilityStoreTest, RefitCountsSpellsOfNodeLivesWithNoticesAndGaps) {
   auto d = Register("d");
   for (const char* n : {"a", "b", "c"}) Register(n);
   // Minutes ago: a 120-90, b 100-60 (overlap: one up spell of 60 min = 20 ticks); no node
-  // 60-45 (down 5 ticks); c 45-28 but reclaim notice at 30 (up 5 ticks: the notice ends
-  // it); none 30-12 (down 6 ticks); d since 12, live (up 4 ticks, still going on).
+  // 60-45 (down 5 ticks); c 45-28 but reclaim notice at 42 (up 1 tick: the notice ends
+  // it, not the last heartbeat); none 42-12 (down 10 ticks); d since 12, live (up 4 ticks,
+  // still going on).
   Lived("a", 120, 90);
   Lived("b", 100, 60);
   Lived("c", 45, 28);
-  Sql("UPDATE nodes SET notice_at = now() - interval '30 minutes' WHERE name = 'c';"
+  Sql("UPDATE nodes SET notice_at = now() - interval '42 minutes' WHERE name = 'c';"
       "UPDATE nodes SET registered_at = now() - interval '12 minutes' WHERE name = 'd'");
 
   auto refit = store_->RefitAvailability();
@@ -87,24 +88,25 @@ TEST_F(AvailabilityStoreTest, RefitCountsSpellsOfNodeLivesWithNoticesAndGaps) {
   ASSERT_EQ(refit->size(), 1u);  // spot pools only
   EXPECT_EQ((*refit)[0].pool, "spot");
   EXPECT_EQ((*refit)[0].lives, 4);
-  EXPECT_DOUBLE_EQ((*refit)[0].observed_ticks, 20 + 5 + 5 + 6 + 4);
+  EXPECT_DOUBLE_EQ((*refit)[0].observed_ticks, 20 + 5 + 1 + 10 + 4);
 
   auto p = PoolNamed("spot");
   ASSERT_NE(p.availability, nullptr);
   const auto& m = *p.availability;
   EXPECT_EQ(m.tick_seconds, 180);
   EXPECT_DOUBLE_EQ(m.ObservedTicks(), 40);
-  // Up spells of 20 (ended at age 19, bin 5 from 17), 5 (age 4, bin 2 from 3) and 4 (going
-  // on: no end counted). Down spells of 5 (age 4) and 6 (age 5), both in bin 2.
+  // Up spells of 20 (ended at age 19, bin 5 from 17), 1 (age 0, bin 0) and 4 (going on: no
+  // end counted). Down spells of 5 (age 4, bin 2 from 3) and 10 (age 9, bin 3 from 6).
   EXPECT_DOUBLE_EQ(m.flip[m.State(true, 19)], 1);
-  EXPECT_DOUBLE_EQ(m.flip[m.State(true, 4)], 1);
-  EXPECT_DOUBLE_EQ(m.flip[m.State(false, 4)], 2);
+  EXPECT_DOUBLE_EQ(m.flip[m.State(true, 0)], 1);
+  EXPECT_DOUBLE_EQ(m.flip[m.State(false, 4)], 1);
+  EXPECT_DOUBLE_EQ(m.flip[m.State(false, 9)], 1);
   double up_flips = 0, down_flips = 0;
   for (int s = 0; s < m.states(); ++s) (m.IsUp(s) ? up_flips : down_flips) += m.flip[s];
   EXPECT_DOUBLE_EQ(up_flips, 2);
   EXPECT_DOUBLE_EQ(down_flips, 2);
-  // Every spell passes age 0 on to age 1: 3 up and 2 down.
-  EXPECT_DOUBLE_EQ(m.onward[m.State(true, 0)], 3);
+  // Spells that pass age 0 on to age 1: up 20 and 4, down 5 and 10.
+  EXPECT_DOUBLE_EQ(m.onward[m.State(true, 0)], 2);
   EXPECT_DOUBLE_EQ(m.onward[m.State(false, 0)], 2);
   // Up now, for d's 12 minutes.
   EXPECT_TRUE(p.availability_now.up);
