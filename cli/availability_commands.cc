@@ -31,9 +31,15 @@ void PrintAvailability(Session& s, const json& a) {
   }
   const long long spell = a.value("spell_seconds", 0LL);
   char line[256];
-  std::snprintf(line, sizeof line, "Pool %s: %s for %lldh%02lldm\n",
-                a.value("pool", "").c_str(), a.value("up", false) ? "up" : "down", spell / 3600,
-                spell % 3600 / 60);
+  const bool up = a.value("up", false);
+  if (!up && spell == 0 && a.value("observed_ticks", 0.0) == 0) {
+    std::snprintf(line, sizeof line, "Pool %s: down (no node observed yet)\n",
+                  a.value("pool", "").c_str());
+  } else {
+    std::snprintf(line, sizeof line, "Pool %s: %s for %lldh%02lldm\n",
+                  a.value("pool", "").c_str(), up ? "up" : "down", spell / 3600,
+                  spell % 3600 / 60);
+  }
   s.out << line;
   std::snprintf(line, sizeof line, "Evidence: %.0f ticks observed, %.0f imported (%lld s ticks)\n",
                 a.value("observed_ticks", 0.0), a.value("imported_ticks", 0.0),
