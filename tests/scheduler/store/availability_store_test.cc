@@ -37,12 +37,13 @@ class AvailabilityStoreTest : public testing::StoreTest {
     ASSERT_TRUE((*c)->ExecScript(sql).ok()) << sql;
   }
 
-  // A node that lived from `from` to `to` minutes ago and was lost (lease lapsed).
+  // A node that lived from `from` to `to` minutes ago: its lease lapsed a minute after its
+  // last heartbeat (the sweep has not declared it lost yet).
   void Lived(const std::string& name, int from, int to) {
     Sql("UPDATE nodes SET registered_at = now() - interval '" + std::to_string(from) +
         " minutes', last_heartbeat_at = now() - interval '" + std::to_string(to) +
         " minutes', lease_expires_at = now() - interval '" + std::to_string(to - 1) +
-        " minutes', state = 'lost' WHERE name = '" + name + "'");
+        " minutes' WHERE name = '" + name + "'");
   }
 
   model::Pool PoolNamed(const std::string& name) {
@@ -83,12 +84,19 @@ TEST_F(AvailabilityStoreTest, RefitCountsSpellsOfNodeLivesWithNoticesAndGaps) {
   Sql("UPDATE nodes SET notice_at = now() - interval '42 minutes' WHERE name = 'c';"
       "UPDATE nodes SET registered_at = now() - interval '12 minutes' WHERE name = 'd'");
 
+  // A lapsed lease ends a life whether or not the sweep has declared the node lost yet.
+  auto before_sweep = store_->RefitAvailability();
+  ASSERT_TRUE(before_sweep.ok()) << before_sweep.status().ToString();
+  auto lost = store_->SweepLostNodes();
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  EXPECT_EQ(lost->size(), 3u);  // a, b, c
   auto refit = store_->RefitAvailability();
   ASSERT_TRUE(refit.ok()) << refit.status().ToString();
   ASSERT_EQ(refit->size(), 1u);  // spot pools only
   EXPECT_EQ((*refit)[0].pool, "spot");
   EXPECT_EQ((*refit)[0].lives, 4);
   EXPECT_DOUBLE_EQ((*refit)[0].observed_ticks, 20 + 5 + 1 + 10 + 4);
+  EXPECT_DOUBLE_EQ((*before_sweep)[0].observed_ticks, (*refit)[0].observed_ticks);
 
   auto p = PoolNamed("spot");
   ASSERT_NE(p.availability, nullptr);
