@@ -104,6 +104,9 @@ void RegisterAdminAuditRoutes(Router& server, Context& ctx);
 // routes_nodes.cc (called by RegisterAdminRoutes): node list, drain, undrain, remove.
 void RegisterNodeRoutes(Router& server, Context& ctx);
 json EncodeNode(const store::NodeInfo& n);
+// routes_availability.cc (called by RegisterAdminRoutes): a spot pool's availability
+// history import and its learned model (decision 0023).
+void RegisterAvailabilityRoutes(Router& server, Context& ctx);
 // routes_admin.cc: pools and quotas as the API reads and writes them (apply reuses them).
 json EncodePool(const model::Pool& p);
 StatusOr<model::Pool> DecodePool(const json& body);

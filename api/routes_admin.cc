@@ -197,6 +197,7 @@ void RegisterAdminRoutes(Router& s, Context& ctx) {
          }));
   RegisterAdminAuditRoutes(s, ctx);
   RegisterNodeRoutes(s, ctx);
+  RegisterAvailabilityRoutes(s, ctx);
 }
 
 }  // namespace frugal::api

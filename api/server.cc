@@ -176,7 +176,12 @@ std::string PathTemplate(const std::string& pattern) {
     const bool team = pos >= 7 && out.compare(pos - 7, 7, "/teams/") == 0;
     const bool web = pos >= 5 && out.compare(pos - 5, 5, "/web/") == 0;
     const bool node = pos >= 7 && out.compare(pos - 7, 7, "/nodes/") == 0;
-    const std::string name = team ? "{team}" : web ? "{file}" : node ? "{node}" : "{id}";
+    const bool pool = pos >= 7 && out.compare(pos - 7, 7, "/pools/") == 0;
+    const std::string name = team ? "{team}"
+                             : web ? "{file}"
+                             : node ? "{node}"
+                             : pool ? "{pool}"
+                                    : "{id}";
     out.replace(pos, kGroup.size(), name);
     pos += name.size();
   }

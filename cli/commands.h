@@ -147,6 +147,8 @@ class Commands {
   void AddAdmin(CLI::App& app);
   void AddJobIo(CLI::App& app);    // logs, checkpoint (cli/job_commands.cc)
   void AddPool(CLI::App& admin);   // admin pool (cli/pool_commands.cc)
+  // admin pool history import, admin pool availability (cli/availability_commands.cc)
+  void AddPoolAvailability(CLI::App& pool);
   void AddWhy(CLI::App& app);      // why (cli/placement_commands.cc)
   void AddCost(CLI::App& app);     // cost (cli/cost_commands.cc)
   void AddQuota(CLI::App& admin);  // admin quota (cli/quota_commands.cc)
@@ -202,6 +204,9 @@ class Commands {
   TokenOptions token_;       // admin token create
   bool follow_ = false;      // logs --follow
   PoolOptions pool_;         // admin pool set
+  struct HistoryOptions {
+    std::string pool, file, zone, column;
+  } history_;  // admin pool history import, admin pool availability (pool only)
   CheckpointOptions checkpoint_;
   Action action_;
   const CLI::App* chosen_ = nullptr;  // the subcommand whose action_ runs

@@ -96,6 +96,7 @@ void Commands::AddPool(CLI::App& admin) {
   OnParsed(*set, [this](Session& s) { return RunPoolSet(s, pool_); });
   CLI::App* list = pool->add_subcommand("list", "List pools");
   OnParsed(*list, [](Session& s) { return RunPoolList(s); });
+  AddPoolAvailability(*pool);
 }
 
 }  // namespace frugal::cli

@@ -59,6 +59,11 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     auto d = ParseDuration(v);
     if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
     (key == "lease_ttl" ? c.lease_ttl : c.heartbeat_interval) = *d;
+  } else if (key == "availability_refit_interval") {
+    auto d = ParseDuration(v);
+    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
+    if (d->count() < 1) return InvalidArgument(key + ": must be at least 1s", key);
+    c.availability_refit_interval = *d;
   } else if (key == "worker_bin") {
     c.worker_bin = v;
   } else if (key == "db_statement_timeout" || key == "db_lock_timeout") {
@@ -75,7 +80,7 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
                                "max_pending_per_cycle, lease_ttl, leader_lease_ttl, "
-                               "heartbeat_interval, worker_bin, local_workers)",
+                               "heartbeat_interval, availability_refit_interval, worker_bin, local_workers)",
                            key);
   }
   return Status::Ok();
@@ -106,7 +111,8 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
   const char* keys[] = {"database_url",          "listen",    "log_level",
                         "policy",                "cycle_interval", "db_pool_size",
                         "max_pending_per_cycle", "lease_ttl", "heartbeat_interval",
-                        "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl"};
+                        "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl",
+                        "availability_refit_interval"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

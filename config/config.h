@@ -32,6 +32,10 @@ struct SchedulerConfig {
   int max_pending_per_cycle = 10000;
   Seconds lease_ttl{15};          // a worker's lease; lost after this without a heartbeat
   Seconds heartbeat_interval{2};  // told to workers at registration
+  // How often each spot pool's availability model is refitted from its node lives, in the
+  // background (decision 0023). Shorter learns an outage sooner; each refit reads every
+  // node life of the spot pools (measured: well under a second per pool).
+  Seconds availability_refit_interval{300};
   // The `local` provider: workers this process starts itself (YAML only, not env/flags).
   std::vector<LocalWorkerSpec> local_workers;
   std::string worker_bin;  // empty: frugal-worker next to frugal-scheduler

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/engine/availability_refitter.h"
 #include "scheduler/engine/spot_solver.h"
 #include "scheduler/policy/cost_policy.h"
 #include "scheduler/policy/policy.h"
@@ -130,6 +131,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
                                  [&alerts] { alerts.Wake(); },
                                  std::chrono::duration_cast<std::chrono::milliseconds>(
                                      cfg.leader_lease_ttl)});
+  // Spot availability models are refitted on their own thread, never in the cycle.
+  frugal::engine::AvailabilityRefitter refitter(store, cfg.availability_refit_interval);
   // The learned spot controller's tables are solved off the cycle (decision 0023).
   std::shared_ptr<frugal::policy::SpotBook> spot_book;
   if (auto* cost = dynamic_cast<const frugal::policy::CostPolicy*>(policy->get()))
@@ -145,6 +148,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   engine.Start();
   alerts.Start();
   spot_solver.Start();
+  refitter.Start();
   if (*local) {
     auto token = ProviderToken(store);
     if (!token.ok()) {
@@ -172,6 +176,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   engine.Stop();
   alerts.Stop();
   spot_solver.Stop();
+  refitter.Stop();
   return 0;  // `db` stops the embedded PostgreSQL if we started it
 }
 

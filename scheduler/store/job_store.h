@@ -20,6 +20,7 @@
 #include "scheduler/model/snapshot.h"
 #include "scheduler/store/budgets.h"
 #include "scheduler/store/dashboard_views.h"
+#include "scheduler/store/pool_availability.h"
 #include "scheduler/store/store_metrics.h"
 
 namespace frugal::store {
@@ -306,6 +307,25 @@ class JobStore {
   StatusOr<model::Pool> UpsertPool(const model::Pool& pool) {
     return UpsertPool(SystemActor(), pool);
   }
+
+  // --- spot availability (issue 14, decision 0023; pg_store_availability.cc) ---
+  // Replaces the pool's imported evidence with `counts` (an AvailabilityModel in the
+  // store's ticks and bins, model::kAvailabilityTickSeconds and kAvailabilityBins, built by
+  // the caller from the admin's series) and refits the pool at once. Audited as
+  // pool.availability_import, subject "pool/NAME". NotFound for an unknown pool,
+  // FailedPrecondition (field "pool") for a pool that is not spot, InvalidArgument for
+  // counts of another shape.
+  virtual StatusOr<PoolAvailability> ImportAvailability(const Principal& actor,
+                                                        const std::string& pool,
+                                                        const model::AvailabilityModel& counts,
+                                                        const std::string& source) = 0;
+  // The pool's evidence, last fit and state now. NotFound for an unknown pool,
+  // FailedPrecondition for a pool that is not spot.
+  virtual StatusOr<PoolAvailability> GetAvailability(const std::string& pool) = 0;
+  // Refits every spot pool: its imported counts plus the spells of its node lives (the
+  // one still going on not ended), written as its fitted model. One transaction per pool;
+  // slow (reads every node life), so never called from the scheduling cycle.
+  virtual StatusOr<std::vector<RefitResult>> RefitAvailability() = 0;
 
   // --- nodes (decision 0021); each change is audited with `actor`, action node.drain,
   // node.undrain or node.remove, subject "node/NAME". NotFound for an unknown or removed

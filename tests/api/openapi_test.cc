@@ -57,6 +57,8 @@ TEST(OpenApiTest, RouteTemplatesNameTheirParameters) {
   // Latency metrics are labelled by these templates, so they must read like the document.
   EXPECT_EQ(PathTemplate(R"(/v1/jobs/([^/]+)/why)"), "/v1/jobs/{id}/why");
   EXPECT_EQ(PathTemplate(R"(/v1/admin/teams/([^/]+)/quota)"), "/v1/admin/teams/{team}/quota");
+  EXPECT_EQ(PathTemplate(R"(/v1/admin/pools/([^/]+)/availability)"),
+            "/v1/admin/pools/{pool}/availability");
   EXPECT_EQ(PathTemplate("/v1/jobs"), "/v1/jobs");
   const auto spec = LoadOpenApi(OpenApiYaml());
   std::set<std::string> paths;

@@ -119,6 +119,15 @@ TEST(ConfigTest, AnnotatedExampleLoads) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->cycle_interval.count(), 2);
   EXPECT_EQ(c->leader_lease_ttl.count(), 6);
+  EXPECT_EQ(c->availability_refit_interval.count(), 300);
+}
+
+TEST(ConfigTest, AvailabilityRefitIntervalIsADurationOfAtLeastASecond) {
+  SchedulerConfig c;
+  ASSERT_TRUE(SetKey(c, "availability_refit_interval", "2m").ok());
+  EXPECT_EQ(c.availability_refit_interval.count(), 120);
+  EXPECT_EQ(SetKey(c, "availability_refit_interval", "0s").field(), "availability_refit_interval");
+  EXPECT_FALSE(SetKey(c, "availability_refit_interval", "soon").ok());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "scheduler/store/cost_store.h"
 #include "scheduler/store/job_store.h"
@@ -14,6 +15,24 @@
 #include "scheduler/store/pg/pg_conn.h"
 
 namespace frugal::store {
+
+namespace pg {
+// The fitted availability models LoadPools parsed, by pool, reused while the pool's
+// fitted_at is unchanged: the cycle reads the JSON text but parses it once per refit.
+// Thread-safe (the cycle and HTTP handlers load pools concurrently).
+class AvailabilityCache {
+ public:
+  // The model of `json_text`, fitted at `fitted_at_us`; null when the text is malformed.
+  std::shared_ptr<const model::AvailabilityModel> Get(model::PoolId pool,
+                                                      std::int64_t fitted_at_us,
+                                                      const std::string& json_text);
+
+ private:
+  std::mutex mu_;
+  std::map<model::PoolId, std::pair<std::int64_t, std::shared_ptr<const model::AvailabilityModel>>>
+      by_pool_;  // guarded by mu_
+};
+}  // namespace pg
 
 class PgStore final : public JobStore, public WorkerStore, public CostStore {
  public:
@@ -66,6 +85,12 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
 
   StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) override;
   StatusOr<std::vector<model::Pool>> ListPools() override;
+  // pg_store_availability.cc
+  StatusOr<PoolAvailability> ImportAvailability(const Principal& actor, const std::string& pool,
+                                                const model::AvailabilityModel& counts,
+                                                const std::string& source) override;
+  StatusOr<PoolAvailability> GetAvailability(const std::string& pool) override;
+  StatusOr<std::vector<RefitResult>> RefitAvailability() override;
 
   // pg_store_nodes.cc
   StatusOr<std::vector<NodeInfo>> ListNodes() override;
@@ -123,6 +148,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   std::string LostReason(PgConn& c, std::int64_t term);
 
   PgPool pool_;
+  pg::AvailabilityCache availability_cache_;  // thread-safe itself
   const std::string instance_id_;
   std::mutex leader_mu_;
   std::int64_t term_ = 0;                // guarded by leader_mu_; 0: not the leader
@@ -168,7 +194,16 @@ extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 31;
 // Parses a job whose kJobColumns start at column `first`.
 model::Job ParseJob(const PgResult& r, int row, int first = 0);
-StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c);
+// Every pool, with what the store learned (reclaim rate, mean outage, and for spot pools
+// the fitted availability chain and where the pool stands now). `cache`: where parsed
+// fitted models are kept between calls; null parses each one.
+StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache = nullptr);
+// SQL expression: the end of node `n`'s life as availability sees it (decision 0023): its
+// reclaim notice, else now while its lease is live, else its last heartbeat.
+#define FRUGAL_LIFE_END(n)                                                            \
+  "(CASE WHEN " n ".notice_at IS NOT NULL THEN greatest(" n ".notice_at, " n          \
+  ".registered_at) WHEN " n ".state IN ('live', 'draining') AND " n ".lease_expires_at" \
+  " > now() THEN now() ELSE coalesce(" n ".last_heartbeat_at, " n ".registered_at) END)"
 // Admin changes inside a caller's transaction, audited there (pg_store_admin.cc,
 // pg_store_quotas.cc); ApplyConfig and the single-change methods share them. Each says
 // what changed (kUnchanged writes no audit row).

@@ -1,4 +1,6 @@
 // The scheduling cycle's I/O: load a consistent snapshot, apply a plan in one transaction.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "scheduler/store/pg/pg_store.h"
@@ -128,7 +130,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       node.idle_since = pg::OptTime(n, i, 7);
       s.nodes.push_back(std::move(node));
     }
-    ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c));
+    ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
     // Fair share: each team's GPU-hours, halved every 7 days, over the last 8 half-lives.
     ASSIGN_OR_RETURN(
         auto u,
@@ -148,14 +150,17 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
 
 namespace pg {
 
-StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
+StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache) {
   ASSIGN_OR_RETURN(auto pl, c.Exec("load_pools",
                                    "SELECT p.id, p.name, p.capacity_kind, p.gpu_type, p.gpu_mem_gb,"
                                    " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
                                    " p.startup_delay_s, p.idle_timeout_s,"
                                    " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
                                    " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0),"
-                                   " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0)"
+                                   " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0),"
+                                   " pa.fitted_model, " FRUGAL_US("pa.fitted_at") ", coalesce(av.up_now, false),"
+                                   " extract(epoch from now() - CASE WHEN av.up_now THEN"
+                                   " av.spell_start ELSE av.last_end END)"
                                    " FROM pools p LEFT JOIN ("
                                    "   SELECT pool_id, count(notice_at) AS notices,"
                                    "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
@@ -177,6 +182,24 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
                                    "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
                                    "     WHERE sp.capacity_kind = 'spot') g"
                                    "   WHERE gap > 0 GROUP BY pool_id) u ON u.pool_id = p.id"
+                                   " LEFT JOIN pool_availability pa ON pa.pool_id = p.id"
+                                   // Availability now (decision 0023), as the refit derives
+                                   // spells: up while a life reaches now; an up spell began
+                                   // at the last life that started after all earlier ones
+                                   // had ended, a down spell at the last life's end.
+                                   " LEFT JOIN (SELECT pool_id, bool_or(ongoing) AS up_now,"
+                                   "   max(life_end) AS last_end,"
+                                   "   max(registered_at) FILTER (WHERE starts_spell) AS spell_start"
+                                   "   FROM (SELECT n.pool_id, n.registered_at, " FRUGAL_LIFE_END("n")
+                                   "     AS life_end, n.notice_at IS NULL AND n.state IN ('live',"
+                                   "     'draining') AND n.lease_expires_at > now() AS ongoing,"
+                                   "     coalesce(n.registered_at > max(" FRUGAL_LIFE_END("n") ") OVER ("
+                                   "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
+                                   "       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)"
+                                   "       AS starts_spell"
+                                   "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
+                                   "     WHERE sp.capacity_kind = 'spot') l"
+                                   "   GROUP BY pool_id) av ON av.pool_id = p.id"
                                    " ORDER BY p.id"));
   std::vector<model::Pool> out;
   for (int i = 0; i < pl.rows(); ++i) {
@@ -201,15 +224,42 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c) {
     pool.committed_gpus = static_cast<int>(pl.Int(i, 15));
     pool.largest_node_gpus = static_cast<int>(pl.Int(i, 16));
     pool.live_gpus = static_cast<int>(pl.Int(i, 17));
+    if (pool.kind == model::CapacityKind::kSpot) {
+      if (!pl.IsNull(i, 18) && !pl.IsNull(i, 19)) {
+        if (cache) {
+          pool.availability = cache->Get(pool.id, pl.Int(i, 19), pl.Text(i, 18));
+        } else if (model::AvailabilityModel m; model::AvailabilityFromJson(pl.Text(i, 18), &m)) {
+          pool.availability = std::make_shared<const model::AvailabilityModel>(std::move(m));
+        }
+      }
+      pool.availability_now.up = pl.Bool(i, 20);
+      // No node ever: down, with no known start.
+      if (!pl.IsNull(i, 21)) {
+        pool.availability_now.spell_seconds =
+            std::max<std::int64_t>(0, static_cast<std::int64_t>(pl.Double(i, 21)));
+      }
+    }
     out.push_back(std::move(pool));
   }
   return out;
 }
 
+std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(
+    model::PoolId pool, std::int64_t fitted_at_us, const std::string& json_text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& entry = by_pool_[pool];
+  if (entry.second && entry.first == fitted_at_us) return entry.second;
+  model::AvailabilityModel m;
+  if (!model::AvailabilityFromJson(json_text, &m)) return nullptr;
+  entry = {fitted_at_us, std::make_shared<const model::AvailabilityModel>(std::move(m))};
+  return entry.second;
+}
+
 }  // namespace pg
 
 StatusOr<std::vector<model::Pool>> PgStore::ListPools() {
-  return InTransaction<std::vector<model::Pool>>(pool_, [](PgConn& c) { return pg::LoadPools(c); });
+  return InTransaction<std::vector<model::Pool>>(
+      pool_, [this](PgConn& c) { return pg::LoadPools(c, &availability_cache_); });
 }
 
 namespace {

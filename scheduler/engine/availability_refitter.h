@@ -1,0 +1,47 @@
+// Refits every spot pool's availability model in the background (issue 14, decision
+// 0023): every `interval` it asks the store to fit each spot pool's chain from its node
+// lives and imported history, so the scheduling cycle only ever reads a fitted model.
+// A failed refit is logged and tried again at the next interval; the last good fit stays.
+//
+// Threading: Start/Stop from any thread; refits run on the refitter's own thread.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "scheduler/store/job_store.h"
+
+namespace frugal::engine {
+
+class AvailabilityRefitter {
+ public:
+  // `interval`: time between refits (the first one runs at Start).
+  AvailabilityRefitter(store::JobStore& store, Seconds interval)
+      : store_(store), interval_(interval) {}
+  ~AvailabilityRefitter() { Stop(); }
+  AvailabilityRefitter(const AvailabilityRefitter&) = delete;
+  AvailabilityRefitter& operator=(const AvailabilityRefitter&) = delete;
+
+  void Start();
+  void Stop();  // finishes the refit in progress, then joins
+
+  // One refit of every spot pool on the caller's thread, logged per pool (lives read,
+  // ticks observed, milliseconds). For tests and the thread's loop.
+  StatusOr<std::vector<store::RefitResult>> RunOnce();
+
+ private:
+  void Loop();
+
+  store::JobStore& store_;
+  const Seconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace frugal::engine

@@ -1,0 +1,233 @@
+#include "scheduler/model/availability_history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <sstream>
+
+namespace frugal::model {
+
+std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s) {
+  std::vector<Spell> out;
+  std::sort(lives.begin(), lives.end(),
+            [](const NodeLife& a, const NodeLife& b) { return a.start_s < b.start_s; });
+  for (const auto& l : lives) {
+    const double end = std::min(std::max(l.end_s, l.start_s), now_s);
+    if (l.start_s > now_s) continue;
+    if (!out.empty() && out.back().up && l.start_s <= out.back().end_s) {
+      out.back().end_s = std::max(out.back().end_s, end);  // overlaps the current up spell
+      continue;
+    }
+    if (!out.empty()) {  // a gap: the pool was down from the last end to this start
+      out.back().ended = true;
+      out.push_back({false, out.back().end_s, l.start_s, true});
+    }
+    out.push_back({true, l.start_s, end, false});
+  }
+  // After the last life: down until now, unless a life reaches now.
+  if (!out.empty() && out.back().end_s < now_s) {
+    out.back().ended = true;
+    out.push_back({false, out.back().end_s, now_s, false});
+  }
+  return out;
+}
+
+void AddSpells(const std::vector<Spell>& spells, AvailabilityModel& m) {
+  struct Run {
+    bool up;
+    std::int64_t ticks;
+    bool ended;
+  };
+  const double tick = static_cast<double>(m.tick_seconds);
+  std::vector<Run> runs;
+  double origin = 0;
+  bool new_run = true;  // the first spell, or the one after a cut
+  for (const auto& s : spells) {
+    if (new_run) origin = s.start_s;
+    // Rounding both ends from the run's origin, not each spell's length, keeps the run's
+    // total: short spells that straddle a tick boundary keep a tick, others vanish.
+    const std::int64_t ticks = std::llround((s.end_s - origin) / tick) -
+                               std::llround((s.start_s - origin) / tick);
+    if (ticks > 0) {
+      if (!runs.empty() && !new_run && runs.back().up == s.up) {
+        runs.back().ticks += ticks;  // a vanished spell between two of the same side
+        runs.back().ended = s.ended;
+      } else {
+        runs.push_back({s.up, ticks, s.ended});
+      }
+    }
+    new_run = !s.ended;
+  }
+  for (const auto& r : runs) m.AddSpell(r.up, r.ticks, r.ended);
+}
+
+namespace {
+
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.push_back("");
+  for (auto& c : out) {  // tolerate spaces and a CRLF file
+    while (!c.empty() && (c.back() == '\r' || c.back() == ' ')) c.pop_back();
+    while (!c.empty() && c.front() == ' ') c.erase(c.begin());
+  }
+  return out;
+}
+
+bool ParseNumber(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(out);
+}
+
+// "2023-02-15T22:08:16Z" (or with a space, or without the Z) as seconds since the epoch.
+bool ParseUtc(const std::string& s, double& out) {
+  std::tm tm{};
+  int sec = 0;
+  if (std::sscanf(s.c_str(), "%d-%d-%d%*c%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &sec) != 6)
+    return false;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  tm.tm_sec = sec;
+  out = static_cast<double>(timegm(&tm));
+  return true;
+}
+
+bool IsNotAvailability(const std::string& name) {
+  static const char* const kOther[] = {"zone", "tick", "elapsed_s", "timestamp_utc",
+                                       "time", "spot_usd_hr"};
+  for (const char* o : kOther)
+    if (name == o) return true;
+  return false;
+}
+
+}  // namespace
+
+StatusOr<AvailabilitySeries> ParseAvailabilityCsv(const std::string& text,
+                                                  const std::string& zone,
+                                                  const std::string& column) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || SplitCsvLine(line).empty()) {
+    return InvalidArgument("the CSV is empty: it needs a header line and rows", "csv");
+  }
+  const auto header = SplitCsvLine(line);
+  auto find = [&](const std::string& name) -> int {
+    auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  const int zone_col = find("zone");
+  int time_col = find("elapsed_s");
+  const bool utc = time_col < 0;
+  if (utc) time_col = find("timestamp_utc");
+  if (time_col < 0) {
+    return InvalidArgument("the CSV header has no time column: it needs elapsed_s or"
+                           " timestamp_utc (header: " + line + ")", "csv");
+  }
+  int value_col = -1;
+  if (!column.empty()) {
+    value_col = find(column);
+    if (value_col < 0) {
+      return InvalidArgument("no column '" + column + "' in the CSV header: " + line, "column");
+    }
+  } else if ((value_col = find("available")) < 0) {
+    std::vector<int> candidates;
+    for (size_t i = 0; i < header.size(); ++i)
+      if (!IsNotAvailability(header[i])) candidates.push_back(static_cast<int>(i));
+    if (candidates.size() != 1) {
+      return InvalidArgument("cannot tell which column holds the availability (header: " +
+                                 line + "): name it with --column", "column");
+    }
+    value_col = candidates[0];
+  }
+  AvailabilitySeries s;
+  std::map<std::string, int> zones;  // zone -> rows, to name them when none was picked
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty() || line == "\r") continue;
+    const auto cells = SplitCsvLine(line);
+    const std::string where = "line " + std::to_string(line_no) + ": ";
+    if (cells.size() != header.size()) {
+      return InvalidArgument(where + "has " + std::to_string(cells.size()) + " fields, the header " +
+                                 std::to_string(header.size()), "csv");
+    }
+    if (zone_col >= 0) {
+      ++zones[cells[zone_col]];
+      // With no zone picked there must be one: past a second, only name the zones.
+      if (zone.empty() ? zones.size() > 1 : cells[zone_col] != zone) continue;
+    }
+    double t = 0, v = 0;
+    if (!(utc ? ParseUtc(cells[time_col], t) : ParseNumber(cells[time_col], t))) {
+      return InvalidArgument(where + "bad time '" + cells[time_col] + "' in column " +
+                                 header[time_col], "csv");
+    }
+    if (!ParseNumber(cells[value_col], v) || v < 0) {
+      return InvalidArgument(where + "bad availability '" + cells[value_col] + "' in column " +
+                                 header[value_col] + " (want 0, 1 or a count)", "csv");
+    }
+    if (!s.t_s.empty() && t <= s.t_s.back()) {
+      return InvalidArgument(where + "time " + cells[time_col] + " is not after the row before",
+                             "csv");
+    }
+    s.t_s.push_back(t);
+    s.up.push_back(v > 0 ? 1 : 0);
+  }
+  if (zone_col >= 0 && zone.empty() && zones.size() > 1) {
+    std::string names;
+    for (const auto& [z, n] : zones) names += (names.empty() ? "" : ", ") + z;
+    return InvalidArgument("the CSV holds " + std::to_string(zones.size()) + " zones (" + names +
+                               "): pick one with --zone", "zone");
+  }
+  if (zone_col >= 0 && !zone.empty() && zones.count(zone) == 0) {
+    return InvalidArgument("no rows of zone '" + zone + "' in the CSV", "zone");
+  }
+  if (s.t_s.size() < 2) {
+    return InvalidArgument("the CSV has " + std::to_string(s.t_s.size()) +
+                               " data rows: at least 2 are needed to know its step", "csv");
+  }
+  std::vector<double> gaps;
+  for (size_t i = 1; i < s.t_s.size(); ++i) gaps.push_back(s.t_s[i] - s.t_s[i - 1]);
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  s.step_s = gaps[gaps.size() / 2];
+  return s;
+}
+
+std::vector<Spell> SpellsFromSeries(const AvailabilitySeries& s) {
+  std::vector<Spell> out;
+  const size_t n = s.t_s.size();
+  for (size_t i = 0; i < n; ++i) {
+    const bool up = s.up[i] != 0;
+    const double gap = i + 1 < n ? s.t_s[i + 1] - s.t_s[i] : s.step_s;
+    const bool cut = gap > kMaxGapSteps * s.step_s;
+    const double end = s.t_s[i] + (cut ? s.step_s : gap);
+    const bool continues = !out.empty() && out.back().up == up && !out.back().ended &&
+                           out.back().end_s == s.t_s[i];
+    if (continues) {
+      out.back().end_s = end;
+    } else {
+      if (!out.empty() && out.back().end_s == s.t_s[i]) out.back().ended = true;
+      out.push_back({up, s.t_s[i], end, false});
+    }
+  }
+  return out;
+}
+
+std::string SeriesToCsv(const AvailabilitySeries& s) {
+  std::string out = "elapsed_s,available\n";
+  char buf[64];
+  for (size_t i = 0; i < s.t_s.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.3f,%d\n", s.t_s[i] - s.t_s[0], s.up[i] ? 1 : 0);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace frugal::model
