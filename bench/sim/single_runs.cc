@@ -102,8 +102,9 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
       const Case& c = spec.cases[task.case_index];
       OnDemandOnly od;
       Greedy greedy;
-      UniformProgress up;
-      UniformProgress up_safe(/*keep_rework=*/true);
+      UniformProgress up;  // the authors' rc_cr_threshold
+      UniformProgress up_first(UniformProgress::Hysteresis::kSpotFirst);
+      UniformProgress up_safe(UniformProgress::Hysteresis::kHolds, /*keep_rework=*/true);
       SkyPilotFailover sky;
       for (double f : spec.fractions) {
         for (size_t di = 0; di < spec.d_hours.size(); ++di) {
@@ -141,6 +142,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
           if (!spec.multi_zone) {
             simulate(c.market, greedy);
             simulate(c.market, up);
+            simulate(c.market, up_first);
             simulate(c.market, up_safe);
           } else {
             simulate(c.market, sky);

@@ -45,7 +45,7 @@ TEST_F(SimSmokeTest, FrugalMeetsFeasibleDeadlinesAndNoPolicyBeatsTheOptimum) {
   spec.starts = 4;
   spec.reference_bins = 2;
   std::vector<RunRecord> runs = RunSingleJobs(spec, 2);
-  ASSERT_EQ(runs.size(), 4u * 2 * 2 * 7);  // starts x fractions x d x policies
+  ASSERT_EQ(runs.size(), 4u * 2 * 2 * 8);  // starts x fractions x d x policies
 
   std::map<std::tuple<int, double, double>, double> optimum;
   for (const RunRecord& r : runs)
