@@ -31,13 +31,15 @@ std::vector<int> StartPoints(const Case& c, int n, int window, std::uint64_t see
   std::uint64_t h = seed;
   for (char ch : c.name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   std::mt19937_64 rng(h);
-  int last = c.market.steps - window;
+  const int stride = std::max(1, c.start_stride);
+  int last = (c.market.steps - window) / stride;
+  first = (first + stride - 1) / stride;
   if (last < first) return {};
   std::set<int> picked;
   std::uniform_int_distribution<int> pick(first, last);
   int tries = 0;
   while (static_cast<int>(picked.size()) < std::min(n, last - first + 1) && tries++ < 100 * n)
-    picked.insert(pick(rng));
+    picked.insert(pick(rng) * stride);
   return {picked.begin(), picked.end()};
 }
 
@@ -76,6 +78,15 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed, first))
       tasks.push_back({c, s});
   }
+  // The markets with the setting's notice on every pool.
+  std::vector<Market> markets;
+  std::vector<std::vector<Market>> per_zone;
+  for (const Case& c : spec.cases) {
+    markets.push_back(c.market);
+    ApplyNotice(markets.back(), spec.loss);
+    per_zone.push_back(c.per_zone);
+    for (Market& zm : per_zone.back()) ApplyNotice(zm, spec.loss);
+  }
   std::vector<std::vector<RunRecord>> out(tasks.size());
   // One case at a time: the reference's tables (hundreds of MB each) live for one case.
   for (size_t first = 0; first < tasks.size();) {
@@ -92,14 +103,19 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
       ParallelFor(static_cast<int>(spec.d_hours.size()), threads, [&](int di) {
         JobShape widest =
             ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di], spec.checkpoint_hours, 0);
+        ApplyLossSetting(widest, spec.loss);
+        // With a notice the rework is the final write (a third of a 180-s step), which the
+        // table's whole-step rework cannot express: it is solved as loss-free there.
+        const int rework_every =
+            spec.loss == LossSetting::kNoticeAware ? 1 : widest.checkpoint;
         reference[di] = std::make_unique<ChainDpTable>(chain, widest.deadline, widest.work,
-                                                       widest.changeover, widest.checkpoint);
+                                                       widest.changeover, rework_every);
       });
     }
     ParallelFor(static_cast<int>(last - first), threads, [&](int k) {
       const int i = static_cast<int>(first) + k;
       const Task& task = tasks[i];
-      const Case& c = spec.cases[task.case_index];
+      const Market& market = markets[task.case_index];
       OnDemandOnly od;
       Greedy greedy;
       UniformProgress up;  // the authors' rc_cr_threshold
@@ -112,8 +128,9 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
           FrugalController fc(*frugal[di],
                               {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
           JobShape job =
-              ShapeFor(c.market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
-          double norm = OnDemandCost(c.market, job);
+              ShapeFor(market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
+          ApplyLossSetting(job, spec.loss);
+          double norm = OnDemandCost(market, job);
           auto record = [&](const std::string& name, double cost, const RunResult* r) {
             RunRecord run;
             run.case_index = task.case_index;
@@ -125,11 +142,11 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
             run.norm = cost / norm;
             if (r) {
               run.missed = r->missed;
-              run.finish_hours = r->finish * c.market.StepHours();
+              run.finish_hours = r->finish * market.StepHours();
               run.reclaims = r->reclaims;
-              run.lost_hours = r->lost_steps * c.market.StepHours();
-              run.spot_hours = r->spot_steps * c.market.StepHours();
-              run.od_hours = r->od_steps * c.market.StepHours();
+              run.lost_hours = r->lost_seconds / 3600.0;
+              run.spot_hours = r->spot_steps * market.StepHours();
+              run.od_hours = r->od_steps * market.StepHours();
               run.launches = r->launches;
             }
             out[i].push_back(run);
@@ -138,34 +155,34 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
             RunResult r = RunJob(m, job, ctl);
             record(ctl.Name(), r.cost, &r);
           };
-          simulate(c.market, od);
+          simulate(market, od);
           if (!spec.multi_zone) {
-            simulate(c.market, greedy);
-            simulate(c.market, up);
-            simulate(c.market, up_first);
-            simulate(c.market, up_safe);
+            simulate(market, greedy);
+            simulate(market, up);
+            simulate(market, up_first);
+            if (!spec.baselines_only) simulate(market, up_safe);
           } else {
-            simulate(c.market, sky);
+            simulate(market, sky);
             // Single-zone Uniform Progress: the job pinned to one zone (the user picked it),
             // each zone equally likely: its expected cost is the mean over zones.
             double sum = 0;
             int missed = 0;
-            for (const Market& zm : c.per_zone) {
+            for (const Market& zm : per_zone[task.case_index]) {
               RunResult r = RunJob(zm, job, up);
               sum += r.cost;
               missed += r.missed;
             }
             RunResult mean;
             mean.missed = missed > 0;
-            record(kUpZoneMeanName, sum / std::max<size_t>(1, c.per_zone.size()), &mean);
+            record(kUpZoneMeanName, sum / std::max<size_t>(1, per_zone[task.case_index].size()), &mean);
           }
-          simulate(c.market, fc);
+          if (!spec.baselines_only) simulate(market, fc);
           if (reference[di]) {
             ChainDpController ref(*reference[di], chain);
-            RunResult r = RunJob(c.market, job, ref);
+            RunResult r = RunJob(market, job, ref);
             record(kReferenceName, r.cost, &r);
           }
-          record(kOptimumName, OptimumCost(c.market, job), nullptr);
+          record(kOptimumName, OptimumCost(market, job), nullptr);
         }
       }
     });

@@ -21,6 +21,7 @@ struct Case {
   std::string name;
   Market market;
   std::vector<Market> per_zone;
+  int start_stride = 1;  // submission points at multiples of this (a sub-stepped tick's start)
 };
 
 struct SingleJobSpec {
@@ -32,6 +33,9 @@ struct SingleJobSpec {
   std::uint64_t seed = 1;
   double work_hours = 48;  // C0
   double checkpoint_hours = 0.25;
+  // What a reclaim costs (market.h): the pools' notice and the job's checkpoints follow it
+  // (kLossFree overrides checkpoint_hours with a checkpoint every step).
+  LossSetting loss = LossSetting::kNoNotice;
   bool multi_zone = false;  // adds SkyPilot failover and single-zone Uniform Progress
   int frugal_cycle_steps = 1;
   double frugal_prior_per_node_hour = 0.1;
@@ -41,6 +45,9 @@ struct SingleJobSpec {
   // The reference learns only from the first half of each series and jobs are submitted in
   // the second half: the out-of-sample check that the statistics carry over in time.
   bool reference_out_of_sample = false;
+  // Only the baselines of Can't Be Late (greedy, both Uniform Progress readings), on-demand
+  // and the optimum: the paper protocol (paper_protocol.h) has no Frugal.
+  bool baselines_only = false;
 };
 
 struct RunRecord {

@@ -96,6 +96,38 @@ void Resample(const std::vector<Sample>& samples, int step_seconds, double flat_
     if (c == INT_MAX) c = 0;
 }
 
+void NativeTicks(const std::vector<Sample>& samples, double flat_price, ZoneSeries& out) {
+  out.count.clear();
+  out.price.clear();
+  std::vector<double> gaps;
+  double current = flat_price;
+  for (size_t k = 0; k < samples.size(); ++k) {
+    if (k > 0) gaps.push_back(samples[k].t - samples[k - 1].t);
+    if (samples[k].price >= 0) current = samples[k].price;
+    out.count.push_back(samples[k].value);
+    out.price.push_back(current);
+  }
+  if (gaps.empty()) {
+    out.step_seconds = 1;
+    return;
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  out.step_seconds = std::max(1, static_cast<int>(std::lround(gaps[gaps.size() / 2])));
+}
+
+ZoneSeries Subdivide(const ZoneSeries& series, int k) {
+  ZoneSeries out = series;
+  if (k <= 1 || series.step_seconds % k != 0) return out;
+  out.step_seconds = series.step_seconds / k;
+  out.count.clear();
+  out.price.clear();
+  for (size_t j = 0; j < series.count.size(); ++j) {
+    out.count.insert(out.count.end(), k, series.count[j]);
+    out.price.insert(out.price.end(), k, series.price[j]);
+  }
+  return out;
+}
+
 StatusOr<TraceSet> LoadTraces(const std::string& dir, int step_seconds) {
   namespace fs = std::filesystem;
   ASSIGN_OR_RETURN(CsvTable cat, ReadCsv((fs::path(dir) / "spot_catalog.csv").string()));
@@ -134,7 +166,12 @@ StatusOr<TraceSet> LoadTraces(const std::string& dir, int step_seconds) {
     if (!samples) continue;
     z.spot_price_per_tick = std::any_of(samples->begin(), samples->end(),
                                         [](const Sample& s) { return s.price >= 0; });
-    Resample(*samples, step_seconds, flat, z);
+    if (step_seconds > 0) {
+      Resample(*samples, step_seconds, flat, z);
+      z.step_seconds = step_seconds;
+    } else {
+      NativeTicks(*samples, flat, z);
+    }
     set.series.push_back(std::move(z));
   }
   return set;
