@@ -27,6 +27,44 @@ TEST(EngineTest, AReclaimRollsBackToTheLastCheckpoint) {
   EXPECT_FALSE(r.missed);
 }
 
+TEST(EngineTest, AFinalWriteThatFitsTheNoticeLosesOnlyTheWrite) {
+  // Spot up 0-4, reclaimed at 5 with a 30-minute notice; the job's final write takes 20
+  // minutes (1200 s) and its periodic checkpoints come every 10 steps (none yet). Launch 0,
+  // run 1-4: 4 h of work; the notice's write saves 4 h - 1200 s = 13200 s (3 whole steps
+  // as controllers see it). On-demand from 5: launch 5, run 6-8 reaches 24000 s >= the
+  // 6 h (21600 s) of work: done at 9.
+  Market m = HandMarket({"1111100000000"}, {1.0}, 3.0);
+  m.zones[0].notice_seconds = 1800;
+  JobShape job = Job(6, 12, 1, 10);
+  job.final_checkpoint_seconds = 1200;
+  Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand});
+  RunResult r = RunJob(m, job, s);
+  EXPECT_EQ(r.reclaims, 1);
+  EXPECT_EQ(r.lost_seconds, 1200);
+  EXPECT_EQ(r.lost_steps, 1);
+  EXPECT_EQ(r.finish, 9);
+  EXPECT_FALSE(r.missed);
+}
+
+TEST(EngineTest, AWriteLongerThanTheNoticeLosesTheWorkSinceTheLastCheckpoint) {
+  // Same job with a 40-minute write (2400 s > 1800 s of notice), and the same without any
+  // notice: the reclaim takes back the 4 unsaved steps. On-demand from 5: launch 5, run
+  // 6-11: done at 12, on time.
+  for (int notice : {1800, 0}) {
+    Market m = HandMarket({"1111100000000"}, {1.0}, 3.0);
+    m.zones[0].notice_seconds = notice;
+    JobShape job = Job(6, 12, 1, 10);
+    job.final_checkpoint_seconds = notice ? 2400 : 1200;
+    Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand,
+                kOnDemand, kOnDemand});
+    RunResult r = RunJob(m, job, s);
+    SCOPED_TRACE(notice);
+    EXPECT_EQ(r.lost_seconds, 4 * 3600);
+    EXPECT_EQ(r.lost_steps, 4);
+    EXPECT_EQ(r.finish, 12);
+  }
+}
+
 TEST(EngineTest, AVoluntaryMoveCheckpointsFirst) {
   // Spot up all along; launch at 0, run 1-2 (progress 2, no checkpoint yet with an
   // interval of 5), move to on-demand at 3: nothing is lost; launch 3, run 4-6.
