@@ -17,6 +17,7 @@ struct Stats {
   double mean = 0;   // of normalised cost
   double p90 = 0;
   int misses = 0;
+  double worst_cell = 0;  // the highest mean of a (series, C0/R0, d) cell in the group
 };
 
 // Statistics of the normalised cost of `runs` (all of one policy).
@@ -42,11 +43,14 @@ bool WriteRunsCsv(const std::string& path, const SingleJobSpec& spec,
 // Per cell and policy: n, mean, p90, misses, share captured.
 bool WriteCellsCsv(const std::string& path, const SingleJobSpec& spec, const Aggregate& a);
 
+// "mean (p90 x, worst cell y)": the spread beside a mean.
+std::string Spread(const Stats& s);
+
 // Markdown helpers.
 std::string Fixed(double v, int decimals);
 std::string Percent(double share);  // 0.943 -> "94.3%"
 std::string PassFail(bool pass);
-// A table of policies x (mean, p90, misses, captured) for one group of stats.
+// A table of policies x (mean, p90, worst cell, misses, captured) for one group of stats.
 std::string PolicyTable(const std::vector<std::string>& policies,
                         const std::map<std::string, Stats>& stats);
 

@@ -74,7 +74,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
   for (int c = 0; c < static_cast<int>(spec.cases.size()); ++c) {
     const Market& m = spec.cases[c].market;
     int window = static_cast<int>(std::ceil(spec.work_hours / min_fraction / m.StepHours()));
-    const int first = spec.reference_out_of_sample ? m.steps / 2 : 0;
+    const int first = spec.second_half ? m.steps / 2 : 0;
     for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed, first))
       tasks.push_back({c, s});
   }
@@ -93,23 +93,33 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     size_t last = first;
     while (last < tasks.size() && tasks[last].case_index == tasks[first].case_index) ++last;
     const Case& this_case = spec.cases[tasks[first].case_index];
-    SpotChain chain;
-    std::vector<std::unique_ptr<ChainDpTable>> reference(spec.d_hours.size());
+    // The model-optimal references (decision 0017): in-sample, the chain fitted on the
+    // whole series; held out, on the first half only (jobs then come in the second half).
+    struct Reference {
+      std::string name;
+      SpotChain chain;
+      std::vector<std::unique_ptr<ChainDpTable>> tables;  // per d
+    };
+    std::vector<Reference> references;
     if (spec.reference_bins > 0 && this_case.market.zones.size() == 1) {
       const Market& m = this_case.market;
-      // Learned only from what it may know: the first half when held out.
-      chain = FitMarketChain(m, spec.reference_out_of_sample ? m.steps / 2 : m.steps,
-                             spec.reference_bins);
-      ParallelFor(static_cast<int>(spec.d_hours.size()), threads, [&](int di) {
+      references.push_back({kReferenceName, FitMarketChain(m, m.steps, spec.reference_bins), {}});
+      if (spec.second_half)
+        references.push_back(
+            {kReferenceHeldOutName, FitMarketChain(m, m.steps / 2, spec.reference_bins), {}});
+      const int nd = static_cast<int>(spec.d_hours.size());
+      for (auto& ref : references) ref.tables.resize(nd);
+      ParallelFor(nd * static_cast<int>(references.size()), threads, [&](int i) {
+        const int di = i % nd;
+        Reference& ref = references[i / nd];
         JobShape widest =
             ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di], spec.checkpoint_hours, 0);
         ApplyLossSetting(widest, spec.loss);
-        // With a notice the rework is the final write (a third of a 180-s step), which the
-        // table's whole-step rework cannot express: it is solved as loss-free there.
-        const int rework_every =
-            spec.loss == LossSetting::kNoticeAware ? 1 : widest.checkpoint;
-        reference[di] = std::make_unique<ChainDpTable>(chain, widest.deadline, widest.work,
-                                                       widest.changeover, rework_every);
+        // The table knows whole-step rework since the latest checkpoint only: with a notice
+        // (a 60-s write lost) it plans for the periodic checkpoints' rework, more than the
+        // engine takes back (a pessimistic reference there).
+        ref.tables[di] = std::make_unique<ChainDpTable>(ref.chain, widest.deadline, widest.work,
+                                                        widest.changeover, widest.checkpoint);
       });
     }
     ParallelFor(static_cast<int>(last - first), threads, [&](int k) {
@@ -126,7 +136,8 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
         for (size_t di = 0; di < spec.d_hours.size(); ++di) {
           const double d = spec.d_hours[di];
           FrugalController fc(*frugal[di],
-                              {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
+                              {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps,
+                               spec.second_half ? market.steps / 2 : -1});
           JobShape job =
               ShapeFor(market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
           ApplyLossSetting(job, spec.loss);
@@ -177,10 +188,10 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
             record(kUpZoneMeanName, sum / std::max<size_t>(1, per_zone[task.case_index].size()), &mean);
           }
           if (!spec.baselines_only) simulate(market, fc);
-          if (reference[di]) {
-            ChainDpController ref(*reference[di], chain);
-            RunResult r = RunJob(market, job, ref);
-            record(kReferenceName, r.cost, &r);
+          for (const Reference& ref : references) {
+            ChainDpController controller(*ref.tables[di], ref.chain);
+            RunResult r = RunJob(market, job, controller);
+            record(ref.name, r.cost, &r);
           }
           record(kOptimumName, OptimumCost(market, job), nullptr);
         }
