@@ -108,8 +108,13 @@ TEST_F(SimSmokeTest, FrugalMeetsEveryDeadlineOfADayOfTheClusterTrace) {
   o.smoke = true;
   Section s = RunExperiment4(traces_, o);
   ASSERT_FALSE(s.bars.empty()) << s.markdown;
-  EXPECT_EQ(s.bars[0].name, "Experiment 4: zero deadline misses for Frugal");
-  EXPECT_TRUE(s.bars[0].pass) << s.bars[0].measured;
+  int miss_bars = 0;
+  for (const Bar& b : s.bars) {
+    if (b.name.find("zero deadline misses for Frugal") == std::string::npos) continue;
+    ++miss_bars;
+    EXPECT_TRUE(b.pass) << b.name << ": " << b.measured;
+  }
+  EXPECT_EQ(miss_bars, 2);  // both pool mixes
   std::filesystem::remove_all(o.out_dir);
 }
 
