@@ -152,12 +152,15 @@ std::string WriteTimeline(const SimOptions& o, const SingleJobSpec& spec) {
       best = c;
   const Market& m = spec.cases[best].market;
   int window = static_cast<int>(std::ceil(spec.work_hours / 0.6 / m.StepHours()));
-  auto starts = StartPoints(spec.cases[best], spec.starts, window, spec.seed);
+  const int split = spec.second_half ? m.steps / 2 : 0;
+  auto starts = StartPoints(spec.cases[best], spec.starts, window, spec.seed, split);
   auto first_up = std::find_if(starts.begin(), starts.end(), [&](int s) { return m.Up(0, s); });
   if (first_up == starts.end()) return "";
   JobShape job = ShapeFor(m, spec.work_hours, 0.8, 0.05, spec.checkpoint_hours, *first_up);
+  ApplyLossSetting(job, spec.loss);
   auto policy = FrugalPolicyFor(0.05);
-  FrugalController fc(*policy, {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps});
+  FrugalController fc(*policy, {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps,
+                                spec.second_half ? split : -1});
   UniformProgress up;
   Greedy greedy;
   std::vector<RunResult> r = {RunJob(m, job, fc, true), RunJob(m, job, up, true),
