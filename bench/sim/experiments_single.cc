@@ -248,11 +248,15 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
                                {LossSetting::kNoticeAware, "exp1_notice"},
                                {LossSetting::kNoNotice, "exp1"}};
   std::string headline;
-  for (const Setting1& setting : settings) {
+  std::vector<LossSetting> losses;
+  for (const Setting1& setting : settings) losses.push_back(setting.loss);
+  std::vector<std::vector<RunRecord>> by_setting = RunSingleJobsIn(base, losses, o.threads);
+  for (size_t si = 0; si < losses.size(); ++si) {
+    const Setting1& setting = settings[si];
     SingleJobSpec spec = base;
     spec.experiment = setting.file;
     spec.loss = setting.loss;
-    std::vector<RunRecord> runs = RunSingleJobs(spec, o.threads);
+    const std::vector<RunRecord>& runs = by_setting[si];
     Aggregate a = AggregateRuns(runs);
     WriteOutputs(o, spec, runs, a);
     const std::string name = LossSettingName(setting.loss);

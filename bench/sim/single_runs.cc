@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -64,6 +65,13 @@ std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours) {
 }
 
 std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
+  return std::move(RunSingleJobsIn(spec, {spec.loss}, threads).front());
+}
+
+std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
+                                                    const std::vector<LossSetting>& losses,
+                                                    int threads) {
+  const int S = static_cast<int>(losses.size());
   std::vector<std::unique_ptr<policy::Policy>> frugal;
   for (double d : spec.d_hours) frugal.push_back(FrugalPolicyFor(d));
   double min_fraction = *std::min_element(spec.fractions.begin(), spec.fractions.end());
@@ -78,16 +86,19 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     for (int s : StartPoints(spec.cases[c], spec.starts, window, spec.seed, first))
       tasks.push_back({c, s});
   }
-  // The markets with the setting's notice on every pool.
-  std::vector<Market> markets;
-  std::vector<std::vector<Market>> per_zone;
-  for (const Case& c : spec.cases) {
-    markets.push_back(c.market);
-    ApplyNotice(markets.back(), spec.loss);
-    per_zone.push_back(c.per_zone);
-    for (Market& zm : per_zone.back()) ApplyNotice(zm, spec.loss);
+  // The markets with each setting's notice on every pool: [setting][case].
+  std::vector<std::vector<Market>> markets(S);
+  std::vector<std::vector<std::vector<Market>>> per_zone(S);
+  for (int si = 0; si < S; ++si) {
+    for (const Case& c : spec.cases) {
+      markets[si].push_back(c.market);
+      ApplyNotice(markets[si].back(), losses[si]);
+      per_zone[si].push_back(c.per_zone);
+      for (Market& zm : per_zone[si].back()) ApplyNotice(zm, losses[si]);
+    }
   }
-  std::vector<std::vector<RunRecord>> out(tasks.size());
+  std::vector<std::vector<std::vector<RunRecord>>> out(
+      S, std::vector<std::vector<RunRecord>>(tasks.size()));
   // One case at a time: the reference's tables (hundreds of MB each) live for one case.
   for (size_t first = 0; first < tasks.size();) {
     size_t last = first;
@@ -95,10 +106,12 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     const Case& this_case = spec.cases[tasks[first].case_index];
     // The model-optimal references (decision 0017): in-sample, the chain fitted on the
     // whole series; held out, on the first half only (jobs then come in the second half).
+    // One table per (chain, d, checkpoint interval), shared by the settings that need the
+    // same one (notice-aware and no notice both keep 15-minute checkpoints).
     struct Reference {
       std::string name;
       SpotChain chain;
-      std::vector<std::unique_ptr<ChainDpTable>> tables;  // per d
+      std::map<std::pair<int, int>, std::unique_ptr<ChainDpTable>> tables;  // (d, checkpoint)
     };
     std::vector<Reference> references;
     if (spec.reference_bins > 0 && this_case.market.zones.size() == 1) {
@@ -107,25 +120,39 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
       if (spec.second_half)
         references.push_back(
             {kReferenceHeldOutName, FitMarketChain(m, m.steps / 2, spec.reference_bins), {}});
-      const int nd = static_cast<int>(spec.d_hours.size());
-      for (auto& ref : references) ref.tables.resize(nd);
-      ParallelFor(nd * static_cast<int>(references.size()), threads, [&](int i) {
-        const int di = i % nd;
-        Reference& ref = references[i / nd];
-        JobShape widest =
-            ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di], spec.checkpoint_hours, 0);
-        ApplyLossSetting(widest, spec.loss);
-        // The table knows whole-step rework since the latest checkpoint only: with a notice
-        // (a 60-s write lost) it plans for the periodic checkpoints' rework, more than the
-        // engine takes back (a pessimistic reference there).
-        ref.tables[di] = std::make_unique<ChainDpTable>(ref.chain, widest.deadline, widest.work,
-                                                        widest.changeover, widest.checkpoint);
+      struct Todo {
+        Reference* ref;
+        int d_index;
+        JobShape widest;
+      };
+      std::vector<Todo> todo;
+      for (auto& ref : references) {
+        for (int di = 0; di < static_cast<int>(spec.d_hours.size()); ++di) {
+          for (LossSetting loss : losses) {
+            JobShape widest = ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di],
+                                       spec.checkpoint_hours, 0);
+            ApplyLossSetting(widest, loss);
+            if (ref.tables.emplace(std::make_pair(di, widest.checkpoint), nullptr).second)
+              todo.push_back({&ref, di, widest});
+          }
+        }
+      }
+      // The table knows whole-step rework since the latest checkpoint only: with a notice
+      // (a 60-s write lost) it plans for the periodic checkpoints' rework, more than the
+      // engine takes back (a pessimistic reference there).
+      ParallelFor(static_cast<int>(todo.size()), threads, [&](int i) {
+        const Todo& t = todo[i];
+        t.ref->tables[{t.d_index, t.widest.checkpoint}] = std::make_unique<ChainDpTable>(
+            t.ref->chain, t.widest.deadline, t.widest.work, t.widest.changeover,
+            t.widest.checkpoint);
       });
     }
-    ParallelFor(static_cast<int>(last - first), threads, [&](int k) {
-      const int i = static_cast<int>(first) + k;
+    const int n = static_cast<int>(last - first);
+    ParallelFor(n * S, threads, [&](int k) {
+      const int si = k / n, i = static_cast<int>(first) + k % n;
+      const LossSetting loss = losses[si];
       const Task& task = tasks[i];
-      const Market& market = markets[task.case_index];
+      const Market& market = markets[si][task.case_index];
       OnDemandOnly od;
       Greedy greedy;
       UniformProgress up;  // the authors' rc_cr_threshold
@@ -140,7 +167,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
                                spec.second_half ? market.steps / 2 : -1});
           JobShape job =
               ShapeFor(market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
-          ApplyLossSetting(job, spec.loss);
+          ApplyLossSetting(job, loss);
           double norm = OnDemandCost(market, job);
           auto record = [&](const std::string& name, double cost, const RunResult* r) {
             RunRecord run;
@@ -160,7 +187,7 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
               run.od_hours = r->od_steps * market.StepHours();
               run.launches = r->launches;
             }
-            out[i].push_back(run);
+            out[si][i].push_back(run);
           };
           auto simulate = [&](const Market& m, Controller& ctl) {
             RunResult r = RunJob(m, job, ctl);
@@ -178,18 +205,20 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
             // each zone equally likely: its expected cost is the mean over zones.
             double sum = 0;
             int missed = 0;
-            for (const Market& zm : per_zone[task.case_index]) {
+            for (const Market& zm : per_zone[si][task.case_index]) {
               RunResult r = RunJob(zm, job, up);
               sum += r.cost;
               missed += r.missed;
             }
             RunResult mean;
             mean.missed = missed > 0;
-            record(kUpZoneMeanName, sum / std::max<size_t>(1, per_zone[task.case_index].size()), &mean);
+            record(kUpZoneMeanName,
+                   sum / std::max<size_t>(1, per_zone[si][task.case_index].size()), &mean);
           }
           if (!spec.baselines_only) simulate(market, fc);
           for (const Reference& ref : references) {
-            ChainDpController controller(*ref.tables[di], ref.chain);
+            ChainDpController controller(*ref.tables.at({static_cast<int>(di), job.checkpoint}),
+                                         ref.chain);
             RunResult r = RunJob(market, job, controller);
             record(ref.name, r.cost, &r);
           }
@@ -199,8 +228,9 @@ std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads) {
     });
     first = last;
   }
-  std::vector<RunRecord> runs;
-  for (auto& v : out) runs.insert(runs.end(), v.begin(), v.end());
+  std::vector<std::vector<RunRecord>> runs(S);
+  for (int si = 0; si < S; ++si)
+    for (auto& v : out[si]) runs[si].insert(runs[si].end(), v.begin(), v.end());
   return runs;
 }
 

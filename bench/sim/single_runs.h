@@ -79,6 +79,12 @@ inline constexpr const char* kReferenceHeldOutName = "model-optimal-heldout";
 // registered as "placement/cost" with its defaults, except restore_time = d (the
 // changeover is what a resume costs) and, for gangs, multi-node gangs allowed.
 std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads);
+// The same spec in each of `losses` (spec.loss ignored), one vector of records per setting,
+// each as RunSingleJobs would give it. The settings share the references' tables where they
+// need the same one, and each case's tables live once for all of them.
+std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
+                                                    const std::vector<LossSetting>& losses,
+                                                    int threads);
 
 // The Frugal policy of a cell: placement/cost by name, restore_time = the changeover.
 std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours);
