@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -112,14 +113,18 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
       std::string name;
       SpotChain chain;
       std::map<std::pair<int, int>, std::unique_ptr<ChainDpTable>> tables;  // (d, checkpoint)
+      std::optional<LossSetting> only;  // runs in this setting only
+      bool in(LossSetting loss) const { return !only || *only == loss; }
     };
     std::vector<Reference> references;
     if (spec.reference_bins > 0 && this_case.market.zones.size() == 1) {
       const Market& m = this_case.market;
-      references.push_back({kReferenceName, FitMarketChain(m, m.steps, spec.reference_bins), {}});
+      references.push_back(
+          {kReferenceName, FitMarketChain(m, m.steps, spec.reference_bins), {}, std::nullopt});
       if (spec.second_half)
         references.push_back(
-            {kReferenceHeldOutName, FitMarketChain(m, m.steps / 2, spec.reference_bins), {}});
+            {kReferenceHeldOutName, FitMarketChain(m, m.steps / 2, spec.reference_bins), {},
+             spec.held_out_only});
       struct Todo {
         Reference* ref;
         int d_index;
@@ -129,6 +134,7 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
       for (auto& ref : references) {
         for (int di = 0; di < static_cast<int>(spec.d_hours.size()); ++di) {
           for (LossSetting loss : losses) {
+            if (!ref.in(loss)) continue;
             JobShape widest = ShapeFor(m, spec.work_hours, min_fraction, spec.d_hours[di],
                                        spec.checkpoint_hours, 0);
             ApplyLossSetting(widest, loss);
@@ -217,6 +223,7 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
           }
           if (!spec.baselines_only) simulate(market, fc);
           for (const Reference& ref : references) {
+            if (!ref.in(loss)) continue;
             ChainDpController controller(*ref.tables.at({static_cast<int>(di), job.checkpoint}),
                                          ref.chain);
             RunResult r = RunJob(market, job, controller);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct SingleJobSpec {
   // learned from the past (issue 14). Adds the held-out reference (fitted on the first
   // half) beside the in-sample one.
   bool second_half = false;
+  // Set: the held-out reference runs in this loss setting only (its tables are the slowest
+  // part of experiment 1; issue 14's runtime bar).
+  std::optional<LossSetting> held_out_only;
   // Only the baselines of Can't Be Late (greedy, both Uniform Progress readings), on-demand
   // and the optimum: the paper protocol (paper_protocol.h) has no Frugal.
   bool baselines_only = false;
