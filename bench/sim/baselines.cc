@@ -12,8 +12,10 @@ int DeadlineRules(const JobView& v, int target, int extra) {
 
 int Greedy::Decide(const JobView& v) {
   int target = kIdle;
-  if (v.where >= 0) target = v.where;  // up, or the engine would have reclaimed it
-  else if (v.market->Up(0, v.step)) target = 0;
+  if (v.where >= 0)
+    target = v.where;  // up, or the engine would have reclaimed it
+  else if (v.market->Up(0, v.step))
+    target = 0;
   return DeadlineRules(v, target);
 }
 

@@ -25,8 +25,7 @@ RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool recor
     v.step = job.start + v.t;
     v.reclaimed_zone = -1;
     if (v.where >= 0 && !m.Up(v.where, v.step)) {
-      const int lost =
-          ReclaimLossSeconds(m, v.where, job, v.progress_seconds - v.saved_seconds);
+      const int lost = ReclaimLossSeconds(m, v.where, job, v.progress_seconds - v.saved_seconds);
       r.lost_seconds += lost;
       r.lost_steps += (lost + step_s - 1) / step_s;
       // What the final write saved is a checkpoint; what it could not save is gone.

@@ -98,7 +98,8 @@ std::string Tables(const SingleJobSpec& spec, const Aggregate& a) {
 
 Bar NoMisses(const std::string& experiment, const Aggregate& a) {
   int misses = a.overall.at(kFrugal).misses, n = a.overall.at(kFrugal).n;
-  if (!a.overall.count(kFrugal)) return {experiment + ": zero deadline misses for Frugal", false, "no run"};
+  if (!a.overall.count(kFrugal))
+    return {experiment + ": zero deadline misses for Frugal", false, "no run"};
   return {experiment + ": zero deadline misses for Frugal", misses == 0,
           std::to_string(misses) + " missed of " + std::to_string(n) + " runs"};
 }
@@ -234,17 +235,24 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
      << base.work_hours << " h, C0/R0 in {";
   for (size_t i = 0; i < base.fractions.size(); ++i) md << (i ? ", " : "") << base.fractions[i];
   md << "}, d in {0.05, 0.2} h, in three settings of what a reclaim costs (issue 14): "
-        "loss-free (the paper's: nothing lost), notice-aware (" << kNoticeSeconds
-     << " s notice on every pool, a " << kFinalCheckpointSeconds
+        "loss-free (the paper's: nothing lost), notice-aware ("
+     << kNoticeSeconds << " s notice on every pool, a " << kFinalCheckpointSeconds
      << " s final checkpoint: a reclaim takes back the write's time), no notice (the work "
-        "since the latest " << base.checkpoint_hours * 60 << "-minute checkpoint is lost).\n\n"
+        "since the latest "
+     << base.checkpoint_hours * 60 << "-minute checkpoint is lost).\n\n"
      << "`uniform-progress` is the authors' rc_cr_threshold; `uniform-progress-spot-first` "
         "lets spot override its hysteresis (on-demand is still left only for spot); "
         "`uniform-progress-safe` (not a published baseline) keeps one checkpoint interval "
-        "more in both deadline rules. `" << kReferenceName << "` (in-sample: its chain fitted "
-        "on the whole series) and `" << kReferenceHeldOutName << "` (fitted on the first half; "
-        "run in the no-notice setting only) are references, not deployable policies: optimal in expectation for a semi-Markov "
-        "model of availability (up or down, and the spell's age in " << base.reference_bins
+        "more in both deadline rules. `"
+     << kReferenceName
+     << "` (in-sample: its chain fitted "
+        "on the whole series) and `"
+     << kReferenceHeldOutName
+     << "` (fitted on the first half; "
+        "run in the no-notice setting only) are references, not deployable policies: optimal in "
+        "expectation for a semi-Markov "
+        "model of availability (up or down, and the spell's age in "
+     << base.reference_bins
      << " bin(s)), solved by dynamic programming (bench/sim/model_dp.h, decision 0017). With "
         "a notice the reference plans for the periodic checkpoints' rework (its table cannot "
         "express a 60-s write), so it is pessimistic there. The optimum knows the future.\n\n";
@@ -274,7 +282,8 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
     const bool has_ref = a.overall.count(kReferenceName) > 0;
     const double ref_share = has_ref ? Captured(a.overall.at(kReferenceName).mean, opt) : 0;
     const bool has_held = a.overall.count(kReferenceHeldOutName) > 0;
-    const double held_share = has_held ? Captured(a.overall.at(kReferenceHeldOutName).mean, opt) : 0;
+    const double held_share =
+        has_held ? Captured(a.overall.at(kReferenceHeldOutName).mean, opt) : 0;
     // Per cell: Frugal against the better of the two faithful Uniform Progress readings.
     int above = 0;
     double worst = 0;
@@ -296,16 +305,15 @@ Section RunExperiment1(const TraceSet& traces, const SimOptions& o) {
          has_ref && share >= ref_share - 0.01,
          Percent(share) + " vs " + Percent(ref_share) + " - 1 (" +
              (has_held ? "held-out reference " + Percent(held_share) + "; " : std::string()) +
-             "uniform-progress " +
-             Percent(Captured(a.overall.at(kUp).mean, opt)) + ", spot-first " +
-             Percent(Captured(a.overall.at(kUpFirst).mean, opt)) + ")"});
+             "uniform-progress " + Percent(Captured(a.overall.at(kUp).mean, opt)) +
+             ", spot-first " + Percent(Captured(a.overall.at(kUpFirst).mean, opt)) + ")"});
     sec.bars.push_back(
         {label + ": in every cell Frugal's mean <= 1.00 x the better faithful Uniform Progress",
          above == 0,
-         std::to_string(above) + " of " + std::to_string(a.cells.size()) +
-             " cells above; worst " + Fixed(worst, 3) + "x (" + worst_cell + ")"});
-    md << "### Experiment 1, " << name << "\n\n" << spec.starts * spec.cases.size()
-       << " jobs per (C0/R0, d), " << runs.size() << " runs.\n\n"
+         std::to_string(above) + " of " + std::to_string(a.cells.size()) + " cells above; worst " +
+             Fixed(worst, 3) + "x (" + worst_cell + ")"});
+    md << "### Experiment 1, " << name << "\n\n"
+       << spec.starts * spec.cases.size() << " jobs per (C0/R0, d), " << runs.size() << " runs.\n\n"
        << Tables(spec, a);
     headline += (headline.empty() ? "" : "; ") + name + ": frugal " +
                 Fixed(a.overall.at(kFrugal).mean, 3) + " (" + Percent(share) +
@@ -348,10 +356,9 @@ Section RunExperiment2(const TraceSet& traces, const SimOptions& o) {
   double frugal = a.overall.at(kFrugal).mean, up1 = a.overall.at(kUpZoneMeanName).mean;
   double opt = a.overall.at(kOptimumName).mean;
   sec.bars.push_back(NoMisses("Experiment 2", a));
-  sec.bars.push_back(
-      {"Experiment 2: Frugal <= 1.05 x the multi-zone optimum", frugal <= 1.05 * opt,
-       Fixed(frugal / opt, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(opt, 3) +
-           "; single-zone Uniform Progress " + Fixed(up1, 3) + ")"});
+  sec.bars.push_back({"Experiment 2: Frugal <= 1.05 x the multi-zone optimum", frugal <= 1.05 * opt,
+                      Fixed(frugal / opt, 3) + "x (" + Fixed(frugal, 3) + " vs " + Fixed(opt, 3) +
+                          "; single-zone Uniform Progress " + Fixed(up1, 3) + ")"});
   std::ostringstream md;
   md << "## Experiment 2: single job, many zones\n\n"
      << "The job may move between zones at the changeover d. " << kUpZoneMeanName
@@ -391,13 +398,12 @@ Section RunExperiment3(const TraceSet& traces, const SimOptions& o) {
   WriteOutputs(o, spec, runs, a);
   sec.bars.push_back(NoMisses("Experiment 3", a));
   const double share3 = Captured(a.overall.at(kFrugal).mean, a.overall.at(kOptimumName).mean);
-  sec.bars.push_back({"Experiment 3 (gangs, notice-aware): Frugal captures >= 85% of the "
-                      "optimum's savings",
-                      share3 >= 0.85,
-                      Percent(share3) + " (uniform-progress " +
-                          Percent(Captured(a.overall.at(kUp).mean,
-                                           a.overall.at(kOptimumName).mean)) +
-                          ")"});
+  sec.bars.push_back(
+      {"Experiment 3 (gangs, notice-aware): Frugal captures >= 85% of the "
+       "optimum's savings",
+       share3 >= 0.85,
+       Percent(share3) + " (uniform-progress " +
+           Percent(Captured(a.overall.at(kUp).mean, a.overall.at(kOptimumName).mean)) + ")"});
   std::ostringstream md;
   md << "## Experiment 3: gang jobs\n\n"
      << "A gang of N instances (N = the count each series is out of) runs only when all N "

@@ -52,20 +52,25 @@ Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, i
 
 const char* LossSettingName(LossSetting setting) {
   switch (setting) {
-    case LossSetting::kLossFree: return "loss-free";
-    case LossSetting::kNoticeAware: return "notice-aware";
-    case LossSetting::kNoNotice: return "no notice";
+    case LossSetting::kLossFree:
+      return "loss-free";
+    case LossSetting::kNoticeAware:
+      return "notice-aware";
+    case LossSetting::kNoNotice:
+      return "no notice";
   }
   return "?";
 }
 
 void ApplyNotice(Market& m, LossSetting setting) {
-  for (auto& z : m.zones) z.notice_seconds = setting == LossSetting::kNoticeAware ? kNoticeSeconds : 0;
+  for (auto& z : m.zones)
+    z.notice_seconds = setting == LossSetting::kNoticeAware ? kNoticeSeconds : 0;
 }
 
 void ApplyLossSetting(JobShape& job, LossSetting setting) {
   if (setting == LossSetting::kLossFree) job.checkpoint = 1;
-  job.final_checkpoint_seconds = setting == LossSetting::kNoticeAware ? kFinalCheckpointSeconds : -1;
+  job.final_checkpoint_seconds =
+      setting == LossSetting::kNoticeAware ? kFinalCheckpointSeconds : -1;
 }
 
 int ReclaimLossSeconds(const Market& m, int zone, const JobShape& job, int unsaved_seconds) {

@@ -13,8 +13,8 @@ namespace frugal::sim {
 
 struct Zone {
   std::string name;
-  std::vector<uint8_t> up;     // per step: `instances` spot instances obtainable all step
-  std::vector<double> price;   // per step: spot USD per instance-hour
+  std::vector<uint8_t> up;    // per step: `instances` spot instances obtainable all step
+  std::vector<double> price;  // per step: spot USD per instance-hour
   // Prefix sums over steps [0, s): reclaims (up -> down transitions, one per node) and
   // node-hours up. The simulated store learns the pool's reclaim rate from them, as the
   // real store learns from its node history: only the past of the series is used.

@@ -101,8 +101,9 @@ Section RunPaperProtocol(const TraceSet& native, const TraceSet& grid, const Sim
   Section sec;
   SingleJobSpec spec = PaperSpec(native, o, "paper_native", /*exact_d=*/true);
   if (spec.cases.empty()) {
-    sec.markdown = "## The paper's protocol\n\nSkipped: none of the paper's series in the "
-                   "traces directory.\n";
+    sec.markdown =
+        "## The paper's protocol\n\nSkipped: none of the paper's series in the "
+        "traces directory.\n";
     return sec;
   }
   // The same submission points on every market of a series: StartPoints draws them from
@@ -149,16 +150,17 @@ Section RunPaperProtocol(const TraceSet& native, const TraceSet& grid, const Sim
      << "| policy | native ticks, d exact | independent | difference | whole ticks (d "
         "rounded) | 180-s grid | grid - native |\n|---|---:|---:|---:|---:|---:|---:|\n";
   auto row = [&](const std::string& p, double nat, double ref, double wh, double grd) {
-    md << "| " << p << " | " << Fixed(nat, 4) << " | " << (ref > 0 ? Fixed(ref, 4) : "-")
-       << " | " << (ref > 0 ? Fixed(nat - ref, 4) : "-") << " | " << Fixed(wh, 4) << " | "
-       << Fixed(grd, 4) << " | " << Fixed(grd - nat, 4) << " |\n";
+    md << "| " << p << " | " << Fixed(nat, 4) << " | " << (ref > 0 ? Fixed(ref, 4) : "-") << " | "
+       << (ref > 0 ? Fixed(nat - ref, 4) : "-") << " | " << Fixed(wh, 4) << " | " << Fixed(grd, 4)
+       << " | " << Fixed(grd - nat, 4) << " |\n";
   };
   row("greedy", n.greedy, kPaperGreedy, wt.greedy, g.greedy);
   row("uniform-progress (rc_cr_threshold)", n.up, kPaperUniformProgress, wt.up, g.up);
   row("uniform-progress-spot-first", n.up_first, 0, wt.up_first, g.up_first);
   row("optimum", n.optimum, kPaperOptimum, wt.optimum, g.optimum);
-  md << "\nUniform Progress's share of the optimum's savings: " << Percent(Captured(n.up, n.optimum))
-     << " here, " << Percent(Captured(kPaperUniformProgress, kPaperOptimum))
+  md << "\nUniform Progress's share of the optimum's savings: "
+     << Percent(Captured(n.up, n.optimum)) << " here, "
+     << Percent(Captured(kPaperUniformProgress, kPaperOptimum))
      << " in the independent implementation, " << Percent(Captured(wt.up, wt.optimum))
      << " with whole ticks, " << Percent(Captured(g.up, g.optimum))
      << " on the grid. Runs cheaper than their optimum: " << n.below_optimum << " (native), "

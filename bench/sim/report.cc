@@ -81,10 +81,10 @@ bool WriteRunsCsv(const std::string& path, const SingleJobSpec& spec,
          "finish_hours,reclaims,lost_hours,spot_hours,od_hours,launches\n";
   char buf[256];
   for (const RunRecord& r : runs) {
-    std::snprintf(buf, sizeof buf, "%.2f,%.2f,%d,%s,%.4f,%.6f,%d,%.2f,%d,%.2f,%.2f,%.2f,%d\n", r.fraction,
-                  r.d_hours, r.start, r.policy.c_str(), r.cost, r.norm, r.missed ? 1 : 0,
-                  r.finish_hours, r.reclaims, r.lost_hours, r.spot_hours, r.od_hours,
-                  r.launches);
+    std::snprintf(buf, sizeof buf, "%.2f,%.2f,%d,%s,%.4f,%.6f,%d,%.2f,%d,%.2f,%.2f,%.2f,%d\n",
+                  r.fraction, r.d_hours, r.start, r.policy.c_str(), r.cost, r.norm,
+                  r.missed ? 1 : 0, r.finish_hours, r.reclaims, r.lost_hours, r.spot_hours,
+                  r.od_hours, r.launches);
     out << spec.experiment << ',' << spec.cases[r.case_index].name << ',' << buf;
   }
   return static_cast<bool>(out);
@@ -139,9 +139,10 @@ std::string PolicyTable(const std::vector<std::string>& policies,
     auto it = stats.find(p);
     if (it == stats.end()) continue;
     const Stats& s = it->second;
-    o << "| " << p << " | " << s.n << " | " << Fixed(s.mean, 3) << " | " << Fixed(s.p90, 3)
-      << " | " << Fixed(s.worst_cell, 3) << " | " << (p == kOptimumName ? "-" : std::to_string(s.misses)) << " | "
-      << (opt == stats.end() ? "-" : Percent(Captured(s.mean, opt->second.mean))) << " |\n";
+    o << "| " << p << " | " << s.n << " | " << Fixed(s.mean, 3) << " | " << Fixed(s.p90, 3) << " | "
+      << Fixed(s.worst_cell, 3) << " | " << (p == kOptimumName ? "-" : std::to_string(s.misses))
+      << " | " << (opt == stats.end() ? "-" : Percent(Captured(s.mean, opt->second.mean)))
+      << " |\n";
   }
   return o.str();
 }

@@ -14,7 +14,7 @@ namespace frugal::sim {
 
 struct Stats {
   int n = 0;
-  double mean = 0;   // of normalised cost
+  double mean = 0;  // of normalised cost
   double p90 = 0;
   int misses = 0;
   double worst_cell = 0;  // the highest mean of a (series, C0/R0, d) cell in the group
@@ -28,9 +28,9 @@ double Captured(double cost, double optimum);
 
 using CellKey = std::tuple<int, double, double>;  // case, fraction, d
 struct Aggregate {
-  std::vector<std::string> policies;                         // in first-seen order
-  std::map<CellKey, std::map<std::string, Stats>> cells;     // per cell and policy
-  std::map<std::string, Stats> overall;                      // per policy
+  std::vector<std::string> policies;                      // in first-seen order
+  std::map<CellKey, std::map<std::string, Stats>> cells;  // per cell and policy
+  std::map<std::string, Stats> overall;                   // per policy
   std::map<double, std::map<std::string, Stats>> by_fraction;
   std::map<int, std::map<std::string, Stats>> by_case;
   int below_optimum = 0;  // runs cheaper than the optimum of their job: must stay 0

@@ -122,9 +122,10 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
       references.push_back(
           {kReferenceName, FitMarketChain(m, m.steps, spec.reference_bins), {}, std::nullopt});
       if (spec.second_half)
-        references.push_back(
-            {kReferenceHeldOutName, FitMarketChain(m, m.steps / 2, spec.reference_bins), {},
-             spec.held_out_only});
+        references.push_back({kReferenceHeldOutName,
+                              FitMarketChain(m, m.steps / 2, spec.reference_bins),
+                              {},
+                              spec.held_out_only});
       struct Todo {
         Reference* ref;
         int d_index;
@@ -148,9 +149,9 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
       // engine takes back (a pessimistic reference there).
       ParallelFor(static_cast<int>(todo.size()), threads, [&](int i) {
         const Todo& t = todo[i];
-        t.ref->tables[{t.d_index, t.widest.checkpoint}] = std::make_unique<ChainDpTable>(
-            t.ref->chain, t.widest.deadline, t.widest.work, t.widest.changeover,
-            t.widest.checkpoint);
+        t.ref->tables[{t.d_index, t.widest.checkpoint}] =
+            std::make_unique<ChainDpTable>(t.ref->chain, t.widest.deadline, t.widest.work,
+                                           t.widest.changeover, t.widest.checkpoint);
       });
     }
     const int n = static_cast<int>(last - first);
@@ -171,8 +172,7 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
           FrugalController fc(*frugal[di],
                               {spec.frugal_prior_per_node_hour, spec.frugal_cycle_steps,
                                spec.second_half ? market.steps / 2 : -1});
-          JobShape job =
-              ShapeFor(market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
+          JobShape job = ShapeFor(market, spec.work_hours, f, d, spec.checkpoint_hours, task.start);
           ApplyLossSetting(job, loss);
           double norm = OnDemandCost(market, job);
           auto record = [&](const std::string& name, double cost, const RunResult* r) {
@@ -218,8 +218,8 @@ std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
             }
             RunResult mean;
             mean.missed = missed > 0;
-            record(kUpZoneMeanName,
-                   sum / std::max<size_t>(1, per_zone[si][task.case_index].size()), &mean);
+            record(kUpZoneMeanName, sum / std::max<size_t>(1, per_zone[si][task.case_index].size()),
+                   &mean);
           }
           if (!spec.baselines_only) simulate(market, fc);
           for (const Reference& ref : references) {

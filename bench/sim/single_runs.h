@@ -75,7 +75,7 @@ struct RunRecord {
 inline constexpr const char* kOnDemandName = "on-demand";
 inline constexpr const char* kOptimumName = "optimum";
 inline constexpr const char* kUpZoneMeanName = "uniform-progress-1zone";  // mean over zones
-inline constexpr const char* kReferenceName = "model-optimal";  // in-sample
+inline constexpr const char* kReferenceName = "model-optimal";            // in-sample
 inline constexpr const char* kReferenceHeldOutName = "model-optimal-heldout";
 
 // Every run of the spec, ordered by (case, start, fraction, d, policy) whatever the thread

@@ -17,17 +17,17 @@ namespace frugal::sim {
 inline constexpr double kDefaultSpotRatio = 0.3;
 
 struct ZoneSeries {
-  std::string file;           // CSV file name in the traces directory
-  std::string trace_set;      // catalogue trace_set, e.g. aws-v100-1x-2023-02
-  std::string kind;           // availability-probe | preemption ...
-  std::string zone;           // us-east-1a
-  std::string instance_type;  // p3.2xlarge
-  std::string gpu;            // V100; "none ..." for CPU series
-  int gpus_per_instance = 0;  // 0 for CPU series
-  int instances_probed = 1;   // 1, or the gang size the count is out of (4, 16)
-  double od_price = 0;        // on-demand USD per instance-hour (catalogue)
+  std::string file;                  // CSV file name in the traces directory
+  std::string trace_set;             // catalogue trace_set, e.g. aws-v100-1x-2023-02
+  std::string kind;                  // availability-probe | preemption ...
+  std::string zone;                  // us-east-1a
+  std::string instance_type;         // p3.2xlarge
+  std::string gpu;                   // V100; "none ..." for CPU series
+  int gpus_per_instance = 0;         // 0 for CPU series
+  int instances_probed = 1;          // 1, or the gang size the count is out of (4, 16)
+  double od_price = 0;               // on-demand USD per instance-hour (catalogue)
   bool spot_price_per_tick = false;  // false: flat (catalogue or kDefaultSpotRatio)
-  int step_seconds = 0;       // the step of `count` and `price` (the grid, or the native tick)
+  int step_seconds = 0;  // the step of `count` and `price` (the grid, or the native tick)
   // Per step of the grid: instances obtainable during the whole step (the minimum of the
   // samples overlapping it: a sample at 0 inside a step is a reclaim in that step), and the
   // spot price in USD per instance-hour in effect at the step's start.
@@ -41,7 +41,7 @@ struct ZoneSeries {
 
 struct TraceSet {
   std::string dir;
-  int step_seconds = 0;  // the grid; 0: native ticks (each series has its own step)
+  int step_seconds = 0;            // the grid; 0: native ticks (each series has its own step)
   std::vector<ZoneSeries> series;  // catalogue order
 };
 

@@ -55,8 +55,8 @@ TEST(EngineTest, AWriteLongerThanTheNoticeLosesTheWorkSinceTheLastCheckpoint) {
     m.zones[0].notice_seconds = notice;
     JobShape job = Job(6, 12, 1, 10);
     job.final_checkpoint_seconds = notice ? 2400 : 1200;
-    Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand,
-                kOnDemand, kOnDemand});
+    Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand,
+                kOnDemand});
     RunResult r = RunJob(m, job, s);
     SCOPED_TRACE(notice);
     EXPECT_EQ(r.lost_seconds, 4 * 3600);
