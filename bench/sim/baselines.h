@@ -1,11 +1,19 @@
-// The published single-job baselines of "Can't Be Late" (Wu et al., NSDI'24), written from
-// their definitions as issue 6 quotes them, plus SkyPilot's managed-spot failover. Each is
-// a Controller for the single-job engine; they keep only the Safety Net latch as state.
+// The published single-job baselines of "Can't Be Late" (Wu et al., NSDI'24) as the
+// authors' released simulator runs them, plus SkyPilot's managed-spot failover. Each is a
+// Controller for the single-job engine.
 //
-// R = time left to the deadline, C = work left, d = changeover, all in steps.
-// Safety Net: when the job is not on spot and R < C + 2d, on-demand until done. (The
-// paper says "when idle"; not on spot also covers on-demand, where Uniform Progress would
-// otherwise leave for spot with too little time left to survive a reclaim.)
+// Followed line by line: the authors' `sky_spot` simulator, strategies `strawman` (Greedy)
+// and `rc_cr_threshold` (Uniform Progress), as kept in the SkyPilot spot-simulator
+// repository the paper's artifact grew into (sky_spot/strategies/strawman.py and
+// rc_cr_threshold.py; the early repo github.com/Michaelvll/skypilot-spot-strategy @1c36973
+// has the same strawman with a d-only net). Decision 0008 says what differs and why.
+//
+// R = time left to the deadline, C = work left, d = changeover, all in whole steps (the
+// simulator's ceil(C + d) >= floor(R) on its tick is C + d >= R on ours). Both share the
+// authors' deadline rules, evaluated every step (no latch: once on on-demand R - C never
+// grows, so they hold by themselves):
+//   net 2d: not on spot and R <= C + 2d           -> on-demand;
+//   net d:  R <= C + d: on spot past its changeover -> stay on spot, otherwise on-demand.
 #pragma once
 
 #include <string>
@@ -21,53 +29,51 @@ class OnDemandOnly final : public Controller {
   int Decide(const JobView&) override { return kOnDemand; }
 };
 
-// Spot in zone 0 whenever up, otherwise idle; once on spot stay until reclaimed; Safety Net.
+// `strawman`: spot in zone 0 whenever up, otherwise idle (a job on spot stays while it is
+// up); the deadline rules above.
 class Greedy final : public Controller {
  public:
   std::string Name() const override { return "greedy"; }
-  void Reset() override { net_ = false; }
   int Decide(const JobView& v) override;
-
- private:
-  bool net_ = false;
 };
 
-// Expected progress ep(t) = C0 * t / R0. Spot in zone 0 whenever up (even when behind),
-// stay until reclaimed; when not on spot and behind ep(t), on-demand; once on on-demand,
-// stay until progress >= ep(t + 2d) (hysteresis) unless spot comes up; Safety Net.
-//
-// `keep_rework` is a variant, not a published baseline: its Safety Net also keeps one
-// checkpoint interval, the most work a reclaim can take back, so that a reclaim just before
-// the net fires cannot make it miss. The published net assumes no work is lost (the
-// paper's model); with checkpoints it misses, and its misses are part of its low cost.
+// Expected progress ep(t) = C0 * t / R0. `rc_cr_threshold`:
+//   default: spot in zone 0 when up, else idle;
+//   behind ep(t): spot when up, else on-demand (catch up);
+//   on on-demand: stay while spot is down, or while progress <= ep(t + 2d) (hysteresis,
+//     which holds even when spot is up); so on-demand is left only for spot, never idle;
+//   then the deadline rules.
+// Variants (labelled, not the authors'):
+//   kSpotFirst: on on-demand, spot overrides the hysteresis (on-demand still left only for
+//     spot). The paper's text reads this way ("switch to spot whenever available").
+//   keep_rework: both deadline rules also keep one checkpoint interval, the most work a
+//     reclaim can take back; the authors' rules assume a reclaim loses nothing and miss
+//     deadlines when it does.
 class UniformProgress final : public Controller {
  public:
-  explicit UniformProgress(bool keep_rework = false) : keep_rework_(keep_rework) {}
-  std::string Name() const override {
-    return keep_rework_ ? "uniform-progress-safe" : "uniform-progress";
-  }
-  void Reset() override { net_ = false; }
+  enum class Hysteresis { kHolds, kSpotFirst };
+  explicit UniformProgress(Hysteresis hysteresis = Hysteresis::kHolds, bool keep_rework = false)
+      : hysteresis_(hysteresis), keep_rework_(keep_rework) {}
+  std::string Name() const override;
   int Decide(const JobView& v) override;
 
  private:
+  Hysteresis hysteresis_;
   bool keep_rework_;
-  bool net_ = false;
 };
 
 // SkyPilot managed spot with EAGER_NEXT_REGION over every zone of the market: launch in the
 // cheapest zone that is up; on a reclaim, relaunch at once in the cheapest *other* zone
-// that is up (idle and retry every step when none is); on-demand only by the Safety Net.
+// that is up (idle and retry every step when none is); on-demand only by the deadline
+// rules above.
 class SkyPilotFailover final : public Controller {
  public:
   std::string Name() const override { return "skypilot"; }
-  void Reset() override { net_ = false; }
   int Decide(const JobView& v) override;
-
- private:
-  bool net_ = false;
 };
 
-// True when the Safety Net must fire: not on spot and R < C + 2d (+ `extra` steps).
-bool SafetyNet(const JobView& v, int extra = 0);
+// The authors' deadline rules applied to a proposed `target`; `extra` steps are added to
+// the work left (keep_rework).
+int DeadlineRules(const JobView& v, int target, int extra = 0);
 
 }  // namespace frugal::sim

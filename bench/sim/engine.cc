@@ -9,7 +9,15 @@ RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool recor
   v.market = &m;
   v.job = &job;
   int run_in_attempt = 0;
+  const int step_s = m.step_seconds;
+  const long long work_s = static_cast<long long>(job.work) * step_s;
   const double step_cost = m.StepHours() * m.instances;
+  auto set_progress = [&](int progress_s, int saved_s) {
+    v.progress_seconds = progress_s;
+    v.saved_seconds = saved_s;
+    v.progress = progress_s / step_s;
+    v.saved = saved_s / step_s;
+  };
   // A job that is never done would loop forever: past the deadline the engine runs it on
   // on-demand, so it ends within work + changeover more steps; the bound is a safety stop.
   const int limit = job.deadline + job.work + job.changeover + 1;
@@ -17,8 +25,11 @@ RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool recor
     v.step = job.start + v.t;
     v.reclaimed_zone = -1;
     if (v.where >= 0 && !m.Up(v.where, v.step)) {
-      r.lost_steps += v.progress - v.saved;
-      v.progress = v.saved;
+      const int lost = ReclaimLossSeconds(m, v.where, job, v.progress_seconds - v.saved_seconds);
+      r.lost_seconds += lost;
+      r.lost_steps += (lost + step_s - 1) / step_s;
+      // What the final write saved is a checkpoint; what it could not save is gone.
+      set_progress(v.progress_seconds - lost, v.progress_seconds - lost);
       v.reclaimed_zone = v.where;
       v.where = kIdle;
       ++r.reclaims;
@@ -33,8 +44,8 @@ RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool recor
     }
     if (target >= 0 && !m.Up(target, v.step)) target = kIdle;
     if (target != v.where) {
-      if (v.where != kIdle && v.changeover_left == 0 && v.saved != v.progress) {
-        v.saved = v.progress;  // a stop order lets the job checkpoint before it ends
+      if (v.where != kIdle && v.changeover_left == 0 && v.saved_seconds != v.progress_seconds) {
+        set_progress(v.progress_seconds, v.progress_seconds);  // a stop order checkpoints
         v.last_checkpoint = v.t;
       }
       v.where = target;
@@ -54,15 +65,17 @@ RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool recor
         phase = Phase::kChangeover;
       } else {
         phase = Phase::kRunning;
-        ++v.progress;
+        const int progress_s = v.progress_seconds + step_s;
         if (++run_in_attempt % job.checkpoint == 0) {
-          v.saved = v.progress;
+          set_progress(progress_s, progress_s);
           v.last_checkpoint = v.t + 1;
+        } else {
+          set_progress(progress_s, v.saved_seconds);
         }
       }
     }
     if (record) r.timeline.push_back({v.where, phase, v.progress});
-    if (v.progress >= job.work) {
+    if (v.progress_seconds >= work_s) {
       r.finish = v.t + 1;
       r.missed = r.finish > job.deadline;
       return r;

@@ -5,10 +5,13 @@
 //
 // Rules (docs/decisions/0008-simulator.md): every launch pays `changeover` steps at the new
 // instance's price with no progress; billing is per second (a partial step is never
-// billed: everything ends on a step boundary); a reclaim rolls progress back to the latest
-// checkpoint; a voluntary stop (the controller moves the job) checkpoints first, as a stop
-// order does. Money is double dollars here: a benchmark sums millions of steps and the
-// ledger's integer rule (CONVENTIONS.md 7) is about bills, not estimates.
+// billed: everything ends on a step boundary); a reclaim takes back the work of
+// ReclaimLossSeconds (market.h: the final checkpoint's write when it fits in the pool's
+// notice, else everything since the latest checkpoint); a voluntary stop (the controller
+// moves the job) checkpoints first, as a stop order does. Work is counted in seconds so
+// that a write shorter than a step costs what it costs; controllers see whole steps. Money
+// is double dollars here: a benchmark sums millions of steps and the ledger's integer rule
+// (CONVENTIONS.md 7) is about bills, not estimates.
 #pragma once
 
 #include <string>
@@ -22,16 +25,18 @@ namespace frugal::sim {
 struct JobView {
   const Market* market = nullptr;
   const JobShape* job = nullptr;
-  int t = 0;                   // steps since submission
-  int step = 0;                // market step: job->start + t
-  int progress = 0;            // steps of work done, unsaved included
-  int saved = 0;               // progress at the latest checkpoint
-  int where = kIdle;           // kIdle, kOnDemand or a zone
-  int changeover_left = 0;     // launch steps still to pay on `where`
-  int attempt_start = 0;       // t at which the current attempt launched
-  int last_checkpoint = -1;    // t of the latest checkpoint (any attempt), -1: none
-  int reclaimed_zone = -1;     // zone that reclaimed the job in this very step, else -1
-  int reclaims = 0;            // reclaims so far
+  int t = 0;                 // steps since submission
+  int step = 0;              // market step: job->start + t
+  int progress = 0;          // whole steps of work done, unsaved included
+  int saved = 0;             // whole steps of progress at the latest checkpoint
+  int progress_seconds = 0;  // the same two in seconds (a notice's write may cost part
+  int saved_seconds = 0;     // of a step)
+  int where = kIdle;         // kIdle, kOnDemand or a zone
+  int changeover_left = 0;   // launch steps still to pay on `where`
+  int attempt_start = 0;     // t at which the current attempt launched
+  int last_checkpoint = -1;  // t of the latest checkpoint (any attempt), -1: none
+  int reclaimed_zone = -1;   // zone that reclaimed the job in this very step, else -1
+  int reclaims = 0;          // reclaims so far
 
   int RemainingWork() const { return job->work - progress; }
   int RemainingTime() const { return job->deadline - t; }
@@ -57,13 +62,14 @@ struct TimelineStep {
 };
 
 struct RunResult {
-  double cost = 0;            // USD
-  int finish = 0;             // steps after submission when the work completed
-  bool missed = false;        // finished after the deadline
+  double cost = 0;      // USD
+  int finish = 0;       // steps after submission when the work completed
+  bool missed = false;  // finished after the deadline
   int reclaims = 0;
-  int lost_steps = 0;         // progress rolled back by reclaims
+  int lost_steps = 0;    // progress rolled back by reclaims, whole steps (rounded up)
+  int lost_seconds = 0;  // the same in seconds
   int launches = 0;
-  int spot_steps = 0, od_steps = 0;  // billed steps per kind
+  int spot_steps = 0, od_steps = 0;    // billed steps per kind
   std::vector<TimelineStep> timeline;  // when recorded
 };
 

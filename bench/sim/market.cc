@@ -27,7 +27,7 @@ void FillHistory(Zone& z, int instances, double step_hours) {
 
 Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, int step_seconds) {
   Market m;
-  m.step_seconds = step_seconds;
+  m.step_seconds = step_seconds > 0 || series.empty() ? step_seconds : series.front()->step_seconds;
   m.instances = std::max(1, instances);
   if (series.empty()) return m;
   m.steps = series.front()->steps();
@@ -48,6 +48,35 @@ Market MakeMarket(const std::vector<const ZoneSeries*>& series, int instances, i
     m.zones.push_back(std::move(z));
   }
   return m;
+}
+
+const char* LossSettingName(LossSetting setting) {
+  switch (setting) {
+    case LossSetting::kLossFree:
+      return "loss-free";
+    case LossSetting::kNoticeAware:
+      return "notice-aware";
+    case LossSetting::kNoNotice:
+      return "no notice";
+  }
+  return "?";
+}
+
+void ApplyNotice(Market& m, LossSetting setting) {
+  for (auto& z : m.zones)
+    z.notice_seconds = setting == LossSetting::kNoticeAware ? kNoticeSeconds : 0;
+}
+
+void ApplyLossSetting(JobShape& job, LossSetting setting) {
+  if (setting == LossSetting::kLossFree) job.checkpoint = 1;
+  job.final_checkpoint_seconds =
+      setting == LossSetting::kNoticeAware ? kFinalCheckpointSeconds : -1;
+}
+
+int ReclaimLossSeconds(const Market& m, int zone, const JobShape& job, int unsaved_seconds) {
+  const bool on_notice = job.final_checkpoint_seconds >= 0 && zone >= 0 &&
+                         job.final_checkpoint_seconds <= m.zones[zone].notice_seconds;
+  return on_notice ? std::min(unsaved_seconds, job.final_checkpoint_seconds) : unsaved_seconds;
 }
 
 double OnDemandCost(const Market& m, const JobShape& job) {

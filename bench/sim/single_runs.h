@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Case {
   std::string name;
   Market market;
   std::vector<Market> per_zone;
+  int start_stride = 1;  // submission points at multiples of this (a sub-stepped tick's start)
 };
 
 struct SingleJobSpec {
@@ -32,15 +34,26 @@ struct SingleJobSpec {
   std::uint64_t seed = 1;
   double work_hours = 48;  // C0
   double checkpoint_hours = 0.25;
+  // What a reclaim costs (market.h): the pools' notice and the job's checkpoints follow it
+  // (kLossFree overrides checkpoint_hours with a checkpoint every step).
+  LossSetting loss = LossSetting::kNoNotice;
   bool multi_zone = false;  // adds SkyPilot failover and single-zone Uniform Progress
   int frugal_cycle_steps = 1;
   double frugal_prior_per_node_hour = 0.1;
   // > 0: adds the model-optimal reference (model_dp.h) on zone 0, its spot statistics fitted
   // on the whole series with this many age bins per side. Single-zone cases only.
   int reference_bins = 0;
-  // The reference learns only from the first half of each series and jobs are submitted in
-  // the second half: the out-of-sample check that the statistics carry over in time.
-  bool reference_out_of_sample = false;
+  // Every policy's submission points in the second half of each series, and Frugal learns
+  // from the first half only (FrugalOptions::learn_until_step = the split): every figure
+  // learned from the past (issue 14). Adds the held-out reference (fitted on the first
+  // half) beside the in-sample one.
+  bool second_half = false;
+  // Set: the held-out reference runs in this loss setting only (its tables are the slowest
+  // part of experiment 1; issue 14's runtime bar).
+  std::optional<LossSetting> held_out_only;
+  // Only the baselines of Can't Be Late (greedy, both Uniform Progress readings), on-demand
+  // and the optimum: the paper protocol (paper_protocol.h) has no Frugal.
+  bool baselines_only = false;
 };
 
 struct RunRecord {
@@ -62,13 +75,20 @@ struct RunRecord {
 inline constexpr const char* kOnDemandName = "on-demand";
 inline constexpr const char* kOptimumName = "optimum";
 inline constexpr const char* kUpZoneMeanName = "uniform-progress-1zone";  // mean over zones
-inline constexpr const char* kReferenceName = "model-optimal";
+inline constexpr const char* kReferenceName = "model-optimal";            // in-sample
+inline constexpr const char* kReferenceHeldOutName = "model-optimal-heldout";
 
 // Every run of the spec, ordered by (case, start, fraction, d, policy) whatever the thread
 // schedule, so results are the same for a seed. `threads` >= 1. Frugal is the policy
 // registered as "placement/cost" with its defaults, except restore_time = d (the
 // changeover is what a resume costs) and, for gangs, multi-node gangs allowed.
 std::vector<RunRecord> RunSingleJobs(const SingleJobSpec& spec, int threads);
+// The same spec in each of `losses` (spec.loss ignored), one vector of records per setting,
+// each as RunSingleJobs would give it. The settings share the references' tables where they
+// need the same one, and each case's tables live once for all of them.
+std::vector<std::vector<RunRecord>> RunSingleJobsIn(const SingleJobSpec& spec,
+                                                    const std::vector<LossSetting>& losses,
+                                                    int threads);
 
 // The Frugal policy of a cell: placement/cost by name, restore_time = the changeover.
 std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours);

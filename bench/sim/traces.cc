@@ -59,7 +59,8 @@ StatusOr<std::map<std::string, std::vector<Sample>>> ReadSamples(const std::stri
     out[r[zone]].push_back(s);
   }
   for (auto& [key, v] : out)
-    std::stable_sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.t < b.t; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const Sample& a, const Sample& b) { return a.t < b.t; });
   return out;
 }
 
@@ -96,11 +97,49 @@ void Resample(const std::vector<Sample>& samples, int step_seconds, double flat_
     if (c == INT_MAX) c = 0;
 }
 
+void NativeTicks(const std::vector<Sample>& samples, double flat_price, ZoneSeries& out) {
+  out.count.clear();
+  out.price.clear();
+  std::vector<double> gaps;
+  double current = flat_price;
+  for (size_t k = 0; k < samples.size(); ++k) {
+    if (k > 0) gaps.push_back(samples[k].t - samples[k - 1].t);
+    if (samples[k].price >= 0) current = samples[k].price;
+    out.count.push_back(samples[k].value);
+    out.price.push_back(current);
+  }
+  if (gaps.empty()) {
+    out.step_seconds = 1;
+    return;
+  }
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  out.step_seconds = std::max(1, static_cast<int>(std::lround(gaps[gaps.size() / 2])));
+}
+
+ZoneSeries Subdivide(const ZoneSeries& series, int k) {
+  ZoneSeries out = series;
+  if (k <= 1 || series.step_seconds % k != 0) return out;
+  out.step_seconds = series.step_seconds / k;
+  out.count.clear();
+  out.price.clear();
+  for (size_t j = 0; j < series.count.size(); ++j) {
+    out.count.insert(out.count.end(), k, series.count[j]);
+    out.price.insert(out.price.end(), k, series.price[j]);
+  }
+  return out;
+}
+
 StatusOr<TraceSet> LoadTraces(const std::string& dir, int step_seconds) {
   namespace fs = std::filesystem;
   ASSIGN_OR_RETURN(CsvTable cat, ReadCsv((fs::path(dir) / "spot_catalog.csv").string()));
-  const char* needed[] = {"file", "trace_set", "zone", "instance_type", "gpu",
-                          "gpus_per_instance", "instances_probed", "on_demand_usd_hr"};
+  const char* needed[] = {"file",
+                          "trace_set",
+                          "zone",
+                          "instance_type",
+                          "gpu",
+                          "gpus_per_instance",
+                          "instances_probed",
+                          "on_demand_usd_hr"};
   for (const char* c : needed)
     if (cat.Col(c) < 0) return InvalidArgument("spot_catalog.csv has no column " + std::string(c));
   TraceSet set;
@@ -116,7 +155,8 @@ StatusOr<TraceSet> LoadTraces(const std::string& dir, int step_seconds) {
     z.instance_type = r[cat.Col("instance_type")];
     z.gpu = r[cat.Col("gpu")];
     z.gpus_per_instance = static_cast<int>(LeadingNumber(r[cat.Col("gpus_per_instance")], 0));
-    z.instances_probed = std::max(1, static_cast<int>(LeadingNumber(r[cat.Col("instances_probed")], 1)));
+    z.instances_probed =
+        std::max(1, static_cast<int>(LeadingNumber(r[cat.Col("instances_probed")], 1)));
     z.od_price = LeadingNumber(r[cat.Col("on_demand_usd_hr")], 0);
     int mean_col = cat.Col("mean_spot_usd_hr");
     double catalogue_spot = mean_col >= 0 ? LeadingNumber(r[mean_col], -1) : -1;
@@ -132,9 +172,14 @@ StatusOr<TraceSet> LoadTraces(const std::string& dir, int step_seconds) {
     for (const auto& [key, v] : it->second)
       if (ZoneMatches(key, z)) samples = &v;
     if (!samples) continue;
-    z.spot_price_per_tick = std::any_of(samples->begin(), samples->end(),
-                                        [](const Sample& s) { return s.price >= 0; });
-    Resample(*samples, step_seconds, flat, z);
+    z.spot_price_per_tick =
+        std::any_of(samples->begin(), samples->end(), [](const Sample& s) { return s.price >= 0; });
+    if (step_seconds > 0) {
+      Resample(*samples, step_seconds, flat, z);
+      z.step_seconds = step_seconds;
+    } else {
+      NativeTicks(*samples, flat, z);
+    }
     set.series.push_back(std::move(z));
   }
   return set;

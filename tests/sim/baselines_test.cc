@@ -27,6 +27,44 @@ TEST(EngineTest, AReclaimRollsBackToTheLastCheckpoint) {
   EXPECT_FALSE(r.missed);
 }
 
+TEST(EngineTest, AFinalWriteThatFitsTheNoticeLosesOnlyTheWrite) {
+  // Spot up 0-4, reclaimed at 5 with a 30-minute notice; the job's final write takes 20
+  // minutes (1200 s) and its periodic checkpoints come every 10 steps (none yet). Launch 0,
+  // run 1-4: 4 h of work; the notice's write saves 4 h - 1200 s = 13200 s (3 whole steps
+  // as controllers see it). On-demand from 5: launch 5, run 6-8 reaches 24000 s >= the
+  // 6 h (21600 s) of work: done at 9.
+  Market m = HandMarket({"1111100000000"}, {1.0}, 3.0);
+  m.zones[0].notice_seconds = 1800;
+  JobShape job = Job(6, 12, 1, 10);
+  job.final_checkpoint_seconds = 1200;
+  Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand});
+  RunResult r = RunJob(m, job, s);
+  EXPECT_EQ(r.reclaims, 1);
+  EXPECT_EQ(r.lost_seconds, 1200);
+  EXPECT_EQ(r.lost_steps, 1);
+  EXPECT_EQ(r.finish, 9);
+  EXPECT_FALSE(r.missed);
+}
+
+TEST(EngineTest, AWriteLongerThanTheNoticeLosesTheWorkSinceTheLastCheckpoint) {
+  // Same job with a 40-minute write (2400 s > 1800 s of notice), and the same without any
+  // notice: the reclaim takes back the 4 unsaved steps. On-demand from 5: launch 5, run
+  // 6-11: done at 12, on time.
+  for (int notice : {1800, 0}) {
+    Market m = HandMarket({"1111100000000"}, {1.0}, 3.0);
+    m.zones[0].notice_seconds = notice;
+    JobShape job = Job(6, 12, 1, 10);
+    job.final_checkpoint_seconds = notice ? 2400 : 1200;
+    Scripted s({0, 0, 0, 0, 0, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand, kOnDemand,
+                kOnDemand});
+    RunResult r = RunJob(m, job, s);
+    SCOPED_TRACE(notice);
+    EXPECT_EQ(r.lost_seconds, 4 * 3600);
+    EXPECT_EQ(r.lost_steps, 4);
+    EXPECT_EQ(r.finish, 12);
+  }
+}
+
 TEST(EngineTest, AVoluntaryMoveCheckpointsFirst) {
   // Spot up all along; launch at 0, run 1-2 (progress 2, no checkpoint yet with an
   // interval of 5), move to on-demand at 3: nothing is lost; launch 3, run 4-6.
@@ -58,13 +96,14 @@ TEST(BaselineTest, OnDemandOnlyCostsExactlyTheNormaliser) {
 }
 
 TEST(BaselineTest, GreedyIdlesUntilTheSafetyNetThenStaysOnDemand) {
-  // Spot never up; C = 4, due 10, d = 1. The net fires at the first t with
-  // 10 - t < 4 + 2, t = 5: launch 5, run 6-9, done at 10. Spot comes up at 7: ignored.
+  // Spot never up; C = 4, due 10, d = 1. The authors' net fires at the first t with
+  // 10 - t <= 4 + 2, t = 4: launch 4, run 5-8, done at 9. Spot comes up at 7: R - C stays
+  // 2 on on-demand, so the net holds it there.
   Market m = HandMarket({"0000000111111"}, {1.0}, 3.0);
   Greedy g;
   RunResult r = RunJob(m, Job(4, 10, 1, 1), g);
   EXPECT_FALSE(r.missed);
-  EXPECT_EQ(r.finish, 10);
+  EXPECT_EQ(r.finish, 9);
   EXPECT_EQ(r.od_steps, 5);
   EXPECT_EQ(r.spot_steps, 0);
   EXPECT_DOUBLE_EQ(r.cost, 15.0);
@@ -82,14 +121,52 @@ TEST(BaselineTest, GreedyStaysOnSpotUntilReclaimed) {
   EXPECT_DOUBLE_EQ(r.cost, 8.0);  // 4 + 4 spot steps
 }
 
-TEST(BaselineTest, UniformProgressCatchesUpOnDemandAndReturnsToSpot) {
-  // C0 = 4, R0 = 8: expected progress t / 2. Spot down 0-3, up from 4. d = 1.
-  // t=0: ep 0, not behind: idle. t=1: progress 0 < 0.5: on-demand (launch 1, run 2-3,
-  // progress 2 at t=4). t=4: spot up: switch (taking risks; the move checkpoints):
-  // launch 4, run 5-6: done at 7. Cost: 3 on-demand steps ($9) + 3 spot steps ($3).
+TEST(BaselineTest, OnSpotPastTheNetTheJobKeepsSpotUntilReclaimedButNotInItsChangeover) {
+  // The authors' d-net: R <= C + d. C0 = 4, R0 = 10, d = 1; at t = 7 progress 1: C = 3,
+  // R = 3. On spot past its changeover both baselines keep spot (until a reclaim); still
+  // in its changeover they go to on-demand; idle, the 2d-net has already sent them there.
+  Market m = HandMarket({"1111111111"}, {1.0}, 3.0);
+  JobShape job = Job(4, 10, 1, 1);
+  JobView v;
+  v.market = &m;
+  v.job = &job;
+  v.t = 7, v.step = 7, v.progress = 1, v.where = 0;
+  Greedy g;
+  UniformProgress up;
+  EXPECT_EQ(g.Decide(v), 0);
+  EXPECT_EQ(up.Decide(v), 0);
+  v.changeover_left = 1;
+  EXPECT_EQ(g.Decide(v), kOnDemand);
+  EXPECT_EQ(up.Decide(v), kOnDemand);
+  v.changeover_left = 0, v.where = kIdle;
+  EXPECT_EQ(g.Decide(v), kOnDemand);
+  EXPECT_EQ(up.Decide(v), kOnDemand);
+}
+
+TEST(BaselineTest, UniformProgressCatchesUpOnDemandAndHoldsItThroughHysteresis) {
+  // C0 = 4, R0 = 12: expected progress t / 3. Spot down 0-3, up from 4. d = 1.
+  // t=0: ep 0, not behind: idle. t=1: progress 0 < 1/3: on-demand (launch 1, run 2-3,
+  // progress 2 at t=4). t=4: spot is up but progress 2 <= ep(4 + 2) = 2: the hysteresis
+  // holds on-demand (the authors' rc_cr_threshold), run 4; t=5: 3 > ep(7) = 2.33: leave
+  // for spot (the move checkpoints): launch 5, run 6, done at 7. Four on-demand steps
+  // ($12) and two spot steps ($2).
   Market m = HandMarket({"0000111111"}, {1.0}, 3.0);
   UniformProgress up;
-  RunResult r = RunJob(m, Job(4, 8, 1, 1), up);
+  RunResult r = RunJob(m, Job(4, 12, 1, 1), up);
+  EXPECT_FALSE(r.missed);
+  EXPECT_EQ(r.finish, 7);
+  EXPECT_EQ(r.od_steps, 4);
+  EXPECT_EQ(r.spot_steps, 2);
+  EXPECT_DOUBLE_EQ(r.cost, 14.0);
+}
+
+TEST(BaselineTest, UniformProgressSpotFirstLeavesOnDemandForSpotDespiteHysteresis) {
+  // Same job: at t=4 the spot-first variant switches at once: launch 4, run 5-6, done at
+  // 7. Three on-demand steps ($9) and three spot steps ($3).
+  Market m = HandMarket({"0000111111"}, {1.0}, 3.0);
+  UniformProgress up(UniformProgress::Hysteresis::kSpotFirst);
+  RunResult r = RunJob(m, Job(4, 12, 1, 1), up);
+  EXPECT_EQ(up.Name(), "uniform-progress-spot-first");
   EXPECT_FALSE(r.missed);
   EXPECT_EQ(r.finish, 7);
   EXPECT_EQ(r.od_steps, 3);
@@ -97,21 +174,30 @@ TEST(BaselineTest, UniformProgressCatchesUpOnDemandAndReturnsToSpot) {
   EXPECT_DOUBLE_EQ(r.cost, 12.0);
 }
 
-TEST(BaselineTest, UniformProgressHysteresisKeepsOnDemandUntilAheadOfTPlus2d) {
-  // C0 = 4, R0 = 16: ep(t) = t / 4; spot never up; d = 1. t=1: 0 < 0.25 behind: on-demand
-  // (launch 1, progress 1 at t=3). Stays while progress < ep(t + 2) = (t + 2) / 4:
-  // t=3: 1 < 1.25 stay (progress 2 at t=4); t=4: 2 < 1.5? no: leave, idle.
-  Market m = HandMarket({"00000000000000000000"}, {1.0}, 3.0);
-  UniformProgress up;
+TEST(BaselineTest, UniformProgressLeavesOnDemandOnlyForSpotNeverForIdle) {
+  // C0 = 4, R0 = 16: ep(t) = t / 4; d = 1. On on-demand at t = 4 with progress 2, well
+  // ahead of ep(t + 2) = 1.5: with spot down both readings stay on on-demand (the old
+  // reading went idle here and paid d again at the next catch-up); with spot up they leave
+  // for spot. Behind the hysteresis (progress 1 at t = 3 <= ep(5) = 1.25) with spot up,
+  // only the spot-first variant leaves.
+  Market down = HandMarket({"00000000000000000000"}, {1.0}, 3.0);
+  Market up_m = HandMarket({"11111111111111111111"}, {1.0}, 3.0);
+  UniformProgress holds;
+  UniformProgress first(UniformProgress::Hysteresis::kSpotFirst);
   JobShape job = Job(4, 16, 1, 1);
   JobView v;
-  v.market = &m;
   v.job = &job;
   v.where = kOnDemand;
-  v.t = 3, v.progress = 1;
-  EXPECT_EQ(up.Decide(v), kOnDemand);
-  v.t = 4, v.progress = 2;
-  EXPECT_EQ(up.Decide(v), kIdle);
+  v.t = 4, v.step = 4, v.progress = 2;
+  v.market = &down;
+  EXPECT_EQ(holds.Decide(v), kOnDemand);
+  EXPECT_EQ(first.Decide(v), kOnDemand);
+  v.market = &up_m;
+  EXPECT_EQ(holds.Decide(v), 0);
+  EXPECT_EQ(first.Decide(v), 0);
+  v.t = 3, v.step = 3, v.progress = 1;
+  EXPECT_EQ(holds.Decide(v), kOnDemand);
+  EXPECT_EQ(first.Decide(v), 0);
 }
 
 TEST(BaselineTest, SkyPilotFailsOverToTheNextCheapestOtherZone) {
