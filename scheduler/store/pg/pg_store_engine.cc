@@ -251,6 +251,15 @@ std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(
   if (entry.second && entry.first == fitted_at_us) return entry.second;
   model::AvailabilityModel m;
   if (!model::AvailabilityFromJson(json_text, &m)) return nullptr;
+  // A refit that changed no count keeps the same object: the learned controller's solved
+  // tables are keyed on it (policy::SpotBook), and re-solving them for nothing would leave
+  // jobs to the rules for seconds after every refit.
+  const auto& old = entry.second;
+  if (old && old->tick_seconds == m.tick_seconds && old->bin_start == m.bin_start &&
+      old->stay == m.stay && old->onward == m.onward && old->flip == m.flip) {
+    entry.first = fitted_at_us;
+    return old;
+  }
   entry = {fitted_at_us, std::make_shared<const model::AvailabilityModel>(std::move(m))};
   return entry.second;
 }
