@@ -23,7 +23,15 @@ bool IsNullWord(const std::string& s) { return s == "~" || s == "null" || s == "
 bool IsTrueWord(const std::string& s) { return s == "true" || s == "True"; }
 bool IsFalseWord(const std::string& s) { return s == "false" || s == "False"; }
 
-StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
+// Deeper than any cluster file needs. The limit also ends an alias that names its own
+// anchor (`&a [*a]`), which yaml-cpp resolves into a cycle (admin_yaml_fuzz found it).
+constexpr int kMaxDepth = 64;
+
+StatusOr<json> Convert(const YAML::Node& node, const std::string& path, int depth) {
+  if (depth > kMaxDepth)
+    return InvalidArgument((path.empty() ? "" : path + ": ") + "nested deeper than " +
+                           std::to_string(kMaxDepth) +
+                           " levels (or an alias that contains itself)");
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -40,7 +48,7 @@ StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
     case YAML::NodeType::Sequence: {
       json out = json::array();
       for (std::size_t i = 0; i < node.size(); ++i) {
-        ASSIGN_OR_RETURN(json item, Convert(node[i], path + "[" + std::to_string(i) + "]"));
+        ASSIGN_OR_RETURN(json item, Convert(node[i], path + "[" + std::to_string(i) + "]", depth + 1));
         out.push_back(std::move(item));
       }
       return out;
@@ -55,7 +63,7 @@ StatusOr<json> Convert(const YAML::Node& node, const std::string& path) {
         const std::string sub = path.empty() ? key : path + "." + key;
         // yaml-cpp keeps both copies of a repeated key; silently taking one would hide a typo.
         if (!seen.insert(key).second) return InvalidArgument(sub + ": key appears twice");
-        ASSIGN_OR_RETURN(out[key], Convert(kv.second, sub));
+        ASSIGN_OR_RETURN(out[key], Convert(kv.second, sub, depth + 1));
       }
       return out;
     }
@@ -105,7 +113,7 @@ StatusOr<json> YamlToJson(const std::string& text) {
     return InvalidArgument("not valid YAML: line " + std::to_string(e.mark.line + 1) +
                            ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  return Convert(root, "");
+  return Convert(root, "", 0);
 }
 
 std::string JsonToYaml(const json& value) {

@@ -27,6 +27,24 @@ TEST(YamlJsonTest, DuplicateKeyIsRefusedWithItsPath) {
       << j.status().message();
 }
 
+// admin_yaml_fuzz: an alias inside its own anchor made a cycle, and the conversion
+// recursed until the stack overflowed. It is refused, as is nesting past the limit.
+TEST(YamlJsonTest, AliasThatContainsItselfIsRefused) {
+  auto j = YamlToJson("pools: &a [*a]\n");
+  ASSERT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("alias that contains itself"), std::string::npos)
+      << j.status().message();
+}
+
+TEST(YamlJsonTest, NestingPastTheLimitIsRefusedAndAtTheLimitIsRead) {
+  auto nested = [](int n) { return std::string(n, '[') + std::string(n, ']') + "\n"; };
+  EXPECT_TRUE(YamlToJson(nested(64)).ok());
+  auto deep = YamlToJson(nested(200));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than 64"), std::string::npos)
+      << deep.status().message();
+}
+
 TEST(YamlJsonTest, BrokenYamlNamesTheLine) {
   auto j = YamlToJson("pools:\n  - name: [\n");
   ASSERT_FALSE(j.ok());
