@@ -121,7 +121,10 @@ class LearnedSpotE2eTest : public ::testing::Test {
       json e = SpotEntry(r.body["quote"]["learned"]);
       if (e.is_null() || !e.value("ready", false)) return false;
       for (const auto& w : want)
-        if (e.value("action", "") == w) return found = e, true;
+        if (e.value("action", "") == w) {
+          found = e;
+          return true;
+        }
       return false;
     }, std::chrono::seconds(120), std::chrono::milliseconds(500));
     return found;
@@ -152,7 +155,10 @@ class LearnedSpotE2eTest : public ::testing::Test {
       json e = SpotEntry((*why_out)["options"]);
       if (e.is_null() || !e.value("ready", false)) return false;
       for (const auto& w : want)
-        if (e.value("action", "") == w) return found = e, true;
+        if (e.value("action", "") == w) {
+          found = e;
+          return true;
+        }
       return false;
     }, std::chrono::seconds(120), std::chrono::milliseconds(500));
     return found;
