@@ -47,13 +47,15 @@ int WriteTrace(const std::string& path, int cycles, const std::function<int(int)
 class LearnedSpotE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Calm: up for 12 h at a time, out for one tick. Stormy: up for 3 to 30 minutes (1 to 10
-    // ticks), never long enough for a checkpoint (every 45 minutes), then out for 12 h, far
-    // past the deadline.
+    // Calm: up for 12 h at a time, out for one tick. Stormy: up for 3 to 9 minutes (1 to 3
+    // ticks), never long enough for a checkpoint (every 45 minutes), then out for 72 minutes;
+    // 300 such cycles, so that its 600 up ticks outweigh the prior (10 hours of the admin's
+    // reclaim rate). Spells of up to 30 minutes would not do: the chain's bins hold ages 6-9
+    // together, with a constant hazard, so it gives such a pool some chance of an hour up.
     calm_ = dir_.path() + "/calm.csv";
     stormy_ = dir_.path() + "/stormy.csv";
     calm_rows_ = WriteTrace(calm_, 20, [](int) { return 240; }, 1);
-    stormy_rows_ = WriteTrace(stormy_, 20, [](int c) { return 1 + c % 10; }, 240);
+    stormy_rows_ = WriteTrace(stormy_, 300, [](int c) { return 1 + c % 3; }, 24);
     const std::string config = dir_.path() + "/scheduler.yaml";
     // The spot pool's local worker replays the calm trace in real time: it stays up for the
     // whole test. The refit interval is short, yet well above a table's solve (1-3 s): each
@@ -93,13 +95,15 @@ class LearnedSpotE2eTest : public ::testing::Test {
   }
 
   // A 1-hour job due in 4 hours that checkpoints every 45 minutes.
-  json JobBody(int gpus) {
+  json JobBody(std::int64_t after = 0) {
     const auto due = std::chrono::time_point_cast<std::chrono::seconds>(
         std::chrono::system_clock::now() + std::chrono::hours(4));
-    return {{"command", {"sleep", "600"}},       {"gpus", gpus},
+    json body = {{"command", {"sleep", "600"}},       {"gpus", 1},
             {"gpu_types", {"a100"}},             {"estimate_seconds", 3600},
             {"deadline", FormatRfc3339(due)},    {"tolerance", "checkpointed"},
             {"checkpoint_interval_seconds", 2700}, {"max_attempts", 1}};
+    if (after != 0) body["after"] = {after};
+    return body;
   }
 
   // The spot pool's entry of `list` (quote "learned" or why "options"), or null.
@@ -115,7 +119,7 @@ class LearnedSpotE2eTest : public ::testing::Test {
   json WaitForQuote(const std::vector<std::string>& want, std::string* last) {
     json found;
     WaitFor([&] {
-      auto r = sched_->Call("POST", "/v1/jobs?dry_run=true", user_, JobBody(1).dump());
+      auto r = sched_->Call("POST", "/v1/jobs?dry_run=true", user_, JobBody().dump());
       *last = r.raw;
       if (r.status != 200) return false;
       json e = SpotEntry(r.body["quote"]["learned"]);
@@ -130,8 +134,8 @@ class LearnedSpotE2eTest : public ::testing::Test {
     return found;
   }
 
-  std::int64_t Submit(int gpus) {
-    auto r = sched_->Call("POST", "/v1/jobs", user_, JobBody(gpus).dump());
+  std::int64_t Submit(std::int64_t after = 0) {
+    auto r = sched_->Call("POST", "/v1/jobs", user_, JobBody(after).dump());
     EXPECT_EQ(r.status, 201) << r.raw;
     return r.body.value("id", std::int64_t{0});
   }
@@ -143,7 +147,7 @@ class LearnedSpotE2eTest : public ::testing::Test {
     return sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_).body;
   }
 
-  // `frugal why` of a job that cannot start (4 GPUs, nodes of 2) until its options for the
+  // `frugal why` of a job that cannot start (it waits for another) until its options for the
   // spot pool are priced with an action in `want`; returns the why JSON's options entry.
   json WhyOptions(std::int64_t id, const std::vector<std::string>& want, json* why_out) {
     json found;
@@ -197,7 +201,7 @@ class LearnedSpotE2eTest : public ::testing::Test {
                         std::chrono::seconds(90)));
     std::string last;
     EXPECT_FALSE(WaitForQuote(want, &last).is_null()) << last;
-    const std::int64_t id = Submit(1);
+    const std::int64_t id = Submit();
     *id_out = id;
     std::string pool;
     EXPECT_TRUE(WaitFor([&] {
@@ -246,8 +250,12 @@ TEST_F(LearnedSpotE2eTest, ModelAndDecisionsFollowTheImportedHistory) {
   ASSERT_FALSE(quoted.is_null()) << "no spot/wait verdict under the calm history; last quote:\n"
                                  << last << "\n" << sched_->process().Stderr();
   ExpectPriced(quoted);
-  // `frugal why` of a job that cannot start (4 GPUs, nodes of 2 GPUs) shows the options.
-  const std::int64_t probe1 = Submit(4);
+  // A job runs where the controller said: on the spot node (the pool is up, so a "wait"
+  // verdict cannot last; spot or nothing).
+  std::int64_t job1 = 0;
+  EXPECT_EQ(RunsOn({"spot", "wait"}, &job1), "spot") << sched_->process().Stderr();
+  // `frugal why` of a job that cannot start yet (it waits for job1) shows the options.
+  const std::int64_t probe1 = Submit(job1);
   json why1;
   json opt1 = WhyOptions(probe1, {"spot", "wait"}, &why1);
   ASSERT_FALSE(opt1.is_null()) << why1.dump(2);
@@ -264,13 +272,9 @@ TEST_F(LearnedSpotE2eTest, ModelAndDecisionsFollowTheImportedHistory) {
                      user_);
   EXPECT_NE(dry1.out.find("Learned spot model:"), std::string::npos) << Show(dry1);
   Cancel(probe1);
-  // And a job runs where the controller said: on the spot node (the pool is up, so a
-  // "wait" verdict cannot last; spot or nothing).
-  std::int64_t job1 = 0;
-  EXPECT_EQ(RunsOn({"spot", "wait"}, &job1), "spot") << sched_->process().Stderr();
   Cancel(job1);
 
-  // 2. A stormy history: up for one tick, then out for 12 h. The model changes...
+  // 2. A stormy history: up for at most 30 minutes, then out. The model changes...
   Import(stormy_);
   json stormy = Availability();
   ASSERT_TRUE(stormy["fitted_at"].is_string()) << stormy.dump(2);
@@ -298,15 +302,15 @@ TEST_F(LearnedSpotE2eTest, ModelAndDecisionsFollowTheImportedHistory) {
   EXPECT_GT(od_quoted["pool_state"]["hazard"].get<double>(),
             quoted["pool_state"]["hazard"].get<double>())
       << quoted.dump(2) << od_quoted.dump(2);
-  const std::int64_t probe2 = Submit(4);
+  std::int64_t job2 = 0;
+  EXPECT_EQ(RunsOn({"on-demand"}, &job2), "od") << sched_->process().Stderr();
+  const std::int64_t probe2 = Submit(job2);
   json why2;
   json opt2 = WhyOptions(probe2, {"on-demand"}, &why2);
   ASSERT_FALSE(opt2.is_null()) << why2.dump(2);
   ExpectPriced(opt2);
   EXPECT_EQ(why2["on_demand"]["pool"], "od") << why2.dump(2);
   Cancel(probe2);
-  std::int64_t job2 = 0;
-  EXPECT_EQ(RunsOn({"on-demand"}, &job2), "od") << sched_->process().Stderr();
   Cancel(job2);
 }
 
