@@ -44,14 +44,13 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
 
   const int want_time = std::min(kMaxTicks, std::max(st.time_left, st.work_left));
   std::shared_ptr<const SpotPolicy> table;
+  std::shared_ptr<const SpotChain> chain;
   Key wanted{pool.id, m.get(), changeover, checkpoint, price_pct,
              std::min(kMaxTicks, RoundUp(std::max(1, want_time), kBucketTicks)),
              std::min(kMaxTicks, RoundUp(st.work_left, kBucketTicks))};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // A refitted model replaces the pool's older one: its tables go.
-    for (auto it = entries_.begin(); it != entries_.end();)
-      it = it->first.pool == pool.id && it->first.model != m.get() ? entries_.erase(it) : std::next(it);
+    chain = ChainLocked(pool);
     // Any solved table of this model and shape that covers the job: the smallest.
     for (auto it = entries_.lower_bound(Key{pool.id, m.get(), changeover, checkpoint, price_pct, 0, 0});
          it != entries_.end() && it->first.pool == pool.id && it->first.model == m.get() &&
@@ -66,33 +65,33 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
     }
     if (!table) {
       Entry& e = entries_[wanted];
-      if (!e.model) {
-        e.model = m;
-        e.prior = model::PriorFor(m->tick_seconds, pool.preemption_prior_per_node_hour,
-                                  model::kOutagePriorHours);
-      }
+      if (!e.chain) e.chain = chain;
       e.used = ++clock_;
       if (!inline_) return std::nullopt;  // queued for SolvePending
     }
   }
   if (!table) {
     Entry copy;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      copy = entries_[wanted];
-    }
+    copy.chain = chain;
     table = Solve(wanted, copy);
     std::lock_guard<std::mutex> lock(mu_);
-    Entry& e = entries_[wanted];
-    if (!e.table) e.table = table;
-    table = e.table;
-    EvictLocked(pool.id);
+    // Kept only while the chain it was solved for is still the pool's.
+    if (chains_[pool.id] == chain) {
+      Entry& e = entries_[wanted];
+      if (!e.chain) e.chain = chain;
+      if (!e.table) e.table = table;
+      e.used = ++clock_;
+      table = e.table;
+      EvictLocked(pool.id);
+    }
   }
   SpotDecision d;
   d.state = st;
   d.chain_state = st.chain_state;
   d.table = table;
   d.model = m;
+  d.chain = chain;
+  d.hazard = chain->hazard[st.chain_state];
   d.action = table->Action(st);
   d.tick_hours = tick_h;
   {
@@ -102,11 +101,6 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
     idle.unsaved = 0;
     d.expected_micros = table->IdleValue(idle) * job.od_price_per_gpu_hour * tick_h;
   }
-  const auto prior = model::PriorFor(m->tick_seconds, pool.preemption_prior_per_node_hour,
-                                     model::kOutagePriorHours);
-  const auto next = m->Transitions(prior.prior_ticks, prior.up_end, prior.down_end);
-  for (const auto& n : next[st.chain_state])
-    if (m->IsUp(n.state) != m->IsUp(st.chain_state)) d.hazard += n.p;
   if (d.action == SpotAction::kSpot && !pool.availability_now.up) d.action = SpotAction::kWait;
   return d;
 }
@@ -118,11 +112,33 @@ std::shared_ptr<const SpotPolicy> SpotBook::Solve(const Key& key, const Entry& e
   shape.changeover = key.changeover;
   shape.checkpoint = key.checkpoint;
   shape.spot_price = key.price_pct / 100.0;
-  const model::AvailabilityModel& m = *entry.model;
-  std::vector<std::uint8_t> up(m.states());
-  for (int s = 0; s < m.states(); ++s) up[s] = m.IsUp(s) ? 1 : 0;
-  return std::make_shared<const SpotPolicy>(
-      m.Transitions(entry.prior.prior_ticks, entry.prior.up_end, entry.prior.down_end), up, shape);
+  return std::make_shared<const SpotPolicy>(entry.chain->next, entry.chain->up, shape);
+}
+
+std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool) const {
+  auto& held = chains_[pool.id];
+  if (held && held->model == pool.availability &&
+      held->prior_reclaims_per_hour == pool.preemption_prior_per_node_hour)
+    return held;
+  // A refitted model (or a changed prior) replaces the pool's older one: its tables go.
+  for (auto it = entries_.begin(); it != entries_.end();)
+    it = it->first.pool == pool.id ? entries_.erase(it) : std::next(it);
+  auto c = std::make_shared<SpotChain>();
+  const model::AvailabilityModel& m = *pool.availability;
+  c->model = pool.availability;
+  c->prior_reclaims_per_hour = pool.preemption_prior_per_node_hour;
+  const auto prior = model::PriorFor(m.tick_seconds, pool.preemption_prior_per_node_hour,
+                                     model::kOutagePriorHours);
+  c->next = m.Transitions(prior.prior_ticks, prior.up_end, prior.down_end);
+  c->up.resize(m.states());
+  c->hazard.assign(m.states(), 0.0);
+  for (int s = 0; s < m.states(); ++s) {
+    c->up[s] = m.IsUp(s) ? 1 : 0;
+    for (const auto& n : c->next[s])
+      if (m.IsUp(n.state) != m.IsUp(s)) c->hazard[s] += n.p;
+  }
+  held = std::move(c);
+  return held;
 }
 
 std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d) {

@@ -47,12 +47,24 @@ struct SpotJob {
   double od_price_per_gpu_hour = 0;  // the safe alternative's price (speed-adjusted)
 };
 
+// A pool's fitted model as the controller uses it: the chain's transitions with the pool's
+// prior mixed in, which states are up, and each state's chance of its spell ending next
+// tick. Built once per fitted model (and prior), shared by every decision and table.
+struct SpotChain {
+  std::shared_ptr<const model::AvailabilityModel> model;
+  double prior_reclaims_per_hour = 0;
+  std::vector<std::vector<model::AvailabilityModel::Next>> next;
+  std::vector<std::uint8_t> up;
+  std::vector<double> hazard;
+};
+
 // The controller's answer, with what it rests on (for reasons and `frugal why`).
 struct SpotDecision {
   SpotAction action = SpotAction::kOnDemand;
   int chain_state = 0;
   std::shared_ptr<const SpotPolicy> table;
   std::shared_ptr<const model::AvailabilityModel> model;
+  std::shared_ptr<const SpotChain> chain;
   SpotJobState state;  // in ticks
   double hazard = 0;   // chance the current spell ends in the next tick (a reclaim when up)
   // Expected cost per GPU of the job from here if it goes to (or waits for) this pool and
@@ -101,18 +113,20 @@ class SpotBook {
     }
   };
   struct Entry {
-    std::shared_ptr<const model::AvailabilityModel> model;  // keeps Key::model alive
-    model::AvailabilityPrior prior;
+    std::shared_ptr<const SpotChain> chain;  // keeps Key::model alive
     std::shared_ptr<const SpotPolicy> table;  // null: queued
     std::uint64_t used = 0;
   };
   std::shared_ptr<const SpotPolicy> Solve(const Key& key, const Entry& entry) const;
   void EvictLocked(model::PoolId pool) const;
+  // The pool's chain for its current model and prior; a new one drops the pool's tables.
+  std::shared_ptr<const SpotChain> ChainLocked(const model::Pool& pool) const;
 
   bool inline_;
   size_t max_bytes_;
   mutable std::mutex mu_;
   mutable std::map<Key, Entry> entries_;
+  mutable std::map<model::PoolId, std::shared_ptr<const SpotChain>> chains_;
   mutable std::uint64_t clock_ = 0;
 };
 

@@ -185,8 +185,16 @@ double SpotPolicy::IdleValue(const SpotJobState& s) const {
   const int r = std::clamp(s.time_left, 0, shape_.max_time) / kValueGrid;
   const int c = (s.work_left + kValueGrid - 1) / kValueGrid;
   if (c >= value_cols_) return kInf;
-  float v = idle_values_[(static_cast<size_t>(r) * value_cols_ + c) * S_ + s.chain_state];
-  return std::isinf(v) ? kInf : v;
+  auto at = [&](int col) {
+    float v = idle_values_[(static_cast<size_t>(r) * value_cols_ + col) * S_ + s.chain_state];
+    return std::isinf(v) ? kInf : static_cast<double>(v);
+  };
+  const double hi = at(c);
+  const int w_hi = std::min(shape_.max_work, c * kValueGrid), w_lo = (c - 1) * kValueGrid;
+  if (c == 0 || hi >= kInf / 2 || w_hi <= w_lo || s.work_left >= w_hi) return hi;
+  const double lo = at(c - 1);
+  if (lo >= kInf / 2) return hi;
+  return lo + (hi - lo) * (s.work_left - w_lo) / static_cast<double>(w_hi - w_lo);
 }
 
 size_t SpotPolicy::bytes() const {

@@ -70,9 +70,10 @@ class SpotPolicy {
   double StartValue(int state) const { return start_values_[state]; }
   // Expected cost, in on-demand ticks, of a job idle now in `s` (its where is ignored) and
   // run by this policy from here: kept on a grid of kValueGrid ticks, read with the time
-  // rounded down and the work rounded up (an over-estimate of at most a grid step's
-  // worth). Comparable across pools of one job: placement picks the spot pool to go to or
-  // wait for by it. Infinite when the deadline cannot be met.
+  // rounded down (an over-estimate) and the work interpolated between the two grid points
+  // around it (where both are finite; else the larger work's). Comparable across pools of
+  // one job: placement picks the spot pool to go to or wait for by it. Infinite when the
+  // deadline cannot be met.
   double IdleValue(const SpotJobState& s) const;
   static constexpr int kValueGrid = 8;
   // Memory the policy holds, in bytes.

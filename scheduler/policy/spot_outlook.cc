@@ -62,13 +62,7 @@ std::vector<SpotOutlook> SpotOutlooks(const model::PendingJob& job,
     o.ready = true;
     o.action = d->action;
     o.hazard = d->hazard;
-    const auto& m = *d->model;
-    auto prior = model::PriorFor(m.tick_seconds, p.preemption_prior_per_node_hour,
-                                 model::kOutagePriorHours);
-    auto next = m.Transitions(prior.prior_ticks, prior.up_end, prior.down_end);
-    std::vector<std::uint8_t> up(m.states());
-    for (int s = 0; s < m.states(); ++s) up[s] = m.IsUp(s);
-    SpotForecast f = Forecast(*d->table, next, up, d->state, kPaths,
+    SpotForecast f = Forecast(*d->table, d->chain->next, d->chain->up, d->state, kPaths,
                               static_cast<std::uint64_t>(job.id) * 7919 + p.id);
     const double per_tick = sj.od_price_per_gpu_hour * d->tick_hours * job.gpus;
     o.expected_cost = static_cast<Micros>(std::llround(f.mean_cost * per_tick));

@@ -67,6 +67,28 @@ TEST(SpotPolicyTest, TheForecastAgreesWithTheTablesExpectation) {
   EXPECT_LT(f.mean_cost, 121);  // cheaper than on-demand (1 + 120 ticks)
 }
 
+// The idle value is kept every 8 ticks of work; a job between two grid points is read
+// between them, not at the larger (which overstated a 20-tick job as a 24-tick one by 20%).
+TEST(SpotPolicyTest, TheIdleValueIsReadBetweenGridPoints) {
+  auto m = Model({40, 8}, 30);
+  auto next = m->Transitions(1, 0.05, 0.05);
+  SpotDpShape big{.max_time = 80, .max_work = 32, .changeover = 1, .checkpoint = 3,
+                  .spot_price = 0.35};
+  SpotDpShape exact = big;
+  exact.max_work = 20;
+  SpotPolicy grid(next, UpOf(*m), big), truth(next, UpOf(*m), exact);
+  for (int state : {m->State(true, 0), m->State(true, 20), m->State(false, 2)}) {
+    SpotJobState s{.time_left = 80, .work_left = 20, .where = JobWhere::kIdle,
+                   .chain_state = state};
+    const double want = truth.StartValue(state);
+    s.work_left = 24;
+    const double at24 = grid.IdleValue(s);
+    s.work_left = 20;
+    EXPECT_NEAR(grid.IdleValue(s), want, 0.02 * want) << "state " << state << ", 24: " << at24;
+    EXPECT_LT(grid.IdleValue(s), at24);
+  }
+}
+
 model::Pool SpotPool(std::shared_ptr<const AvailabilityModel> m, bool up) {
   model::Pool p = MakePool(3, "a100-spot", CapacityKind::kSpot, "a100", 1.0);
   p.availability = std::move(m);
@@ -96,6 +118,12 @@ TEST(SpotBookTest, QueuesATableForTheBackgroundAndDecidesOnceItIsSolved) {
   EXPECT_LT(book.BytesPerPool()[3], 64u << 20);
   // A refitted model replaces the pool's tables.
   pool.availability = Model({200, 10}, 51);
+  EXPECT_FALSE(book.Decide(pool, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.tables(), 0);
+  EXPECT_EQ(book.SolvePending(), 1);
+  ASSERT_TRUE(book.Decide(pool, TenHourJob(30)).has_value());
+  // So does a new prior: the same counts mixed with another admin rate are another chain.
+  pool.preemption_prior_per_node_hour = 2.0;
   EXPECT_FALSE(book.Decide(pool, TenHourJob(30)).has_value());
   EXPECT_EQ(book.tables(), 0);
 }
