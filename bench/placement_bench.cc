@@ -5,6 +5,7 @@
 // The goal (issue 4): 100k jobs x 10k nodes under one second on one core.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -138,6 +139,60 @@ void BM_CostDecide(benchmark::State& state) {
   state.counters["releases"] = static_cast<double>(plan.node_releases.size());
   state.counters["busy_pct"] = 100.0 * running_gpus / (8.0 * nodes);
 }
+
+// The learned spot controller (issue 14) in the same step: every spot pool gets a fitted
+// availability chain (spells drawn per pool), so each deadline job with checkpoints that
+// may run on spot is decided by a solved table. Tables are solved before timing, as the
+// scheduler's background thread would (at most kWarmSeconds; `queued` says how many of the
+// shapes this cluster asks for were still unsolved, and were decided by the rules).
+void BM_CostDecideLearned(benchmark::State& state) {
+  constexpr double kWarmSeconds = 240;
+  const int pending = static_cast<int>(state.range(0)), nodes = static_cast<int>(state.range(1));
+  model::Snapshot s = MakeCluster(pending, nodes, 42);
+  std::mt19937 rng(7);
+  for (auto& p : s.pools) {
+    if (p.kind != CapacityKind::kSpot) continue;
+    auto m = std::make_shared<model::AvailabilityModel>(model::AvailabilityModel::Empty(180, 8));
+    std::exponential_distribution<double> up_len(1.0 / (40 + rng() % 400)),
+        down_len(1.0 / (5 + rng() % 50));
+    for (int i = 0; i < 200; ++i) {
+      m->AddSpell(true, 1 + static_cast<int>(up_len(rng)), true);
+      m->AddSpell(false, 1 + static_cast<int>(down_len(rng)), true);
+    }
+    p.availability = m;
+    p.availability_now = {rng() % 4 != 0, static_cast<std::int64_t>(rng() % 36000)};
+    p.preemption_prior_per_node_hour = p.preemption_rate_per_node_hour;
+  }
+  CostPolicy policy;
+  const auto& book = policy.spot_book();
+  const auto warm_until = std::chrono::steady_clock::now() +
+                          std::chrono::duration<double>(kWarmSeconds);
+  for (int round = 0; round < 4 && std::chrono::steady_clock::now() < warm_until; ++round) {
+    benchmark::DoNotOptimize(policy.Decide(s));  // queues the shapes it lacks
+    while (book->queued() > 0 && std::chrono::steady_clock::now() < warm_until)
+      book->SolvePending(1);
+  }
+  model::Plan plan;
+  for (auto _ : state) {
+    plan = policy.Decide(s);
+    benchmark::DoNotOptimize(plan);
+  }
+  size_t most = 0;
+  for (const auto& [pool, bytes] : book->BytesPerPool()) most = std::max(most, bytes);
+  state.counters["tables"] = book->tables();
+  state.counters["queued"] = book->queued();
+  state.counters["pool_mb_max"] = static_cast<double>(most) / (1 << 20);
+  state.counters["assigned"] = static_cast<double>(plan.assignments.size());
+  state.counters["waits"] = static_cast<double>(plan.waits.size());
+}
+
+BENCHMARK(BM_CostDecideLearned)
+    ->ArgNames({"pending", "nodes"})
+    ->Args({100'000, 10'000})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime()
+    ->Iterations(5);
 
 BENCHMARK(BM_CostDecide)
     ->ArgNames({"pending", "nodes"})

@@ -153,9 +153,9 @@ std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d) {
          std::to_string(tick_min) + " minutes";
 }
 
-int SpotBook::SolvePending() {
+int SpotBook::SolvePending(int max_tables) {
   int solved = 0;
-  for (;;) {
+  while (solved < max_tables) {
     Key key{};
     Entry copy;
     bool found = false;
@@ -175,6 +175,7 @@ int SpotBook::SolvePending() {
     EvictLocked(key.pool);
     ++solved;
   }
+  return solved;
 }
 
 void SpotBook::EvictLocked(model::PoolId pool) const {
@@ -197,6 +198,13 @@ std::map<model::PoolId, size_t> SpotBook::BytesPerPool() const {
   for (const auto& [k, e] : entries_)
     if (e.table) out[k.pool] += e.table->bytes();
   return out;
+}
+
+int SpotBook::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [k, e] : entries_) n += e.table ? 0 : 1;
+  return n;
 }
 
 int SpotBook::tables() const {

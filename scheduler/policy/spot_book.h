@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,11 +88,14 @@ class SpotBook {
   // table, a missing price) or its table is not solved yet (then it is queued).
   std::optional<SpotDecision> Decide(const model::Pool& pool, const SpotJob& job) const;
 
-  // Solves queued tables (the engine's background thread); returns how many it solved.
-  int SolvePending();
+  // Solves queued tables (the engine's background thread), at most `max_tables` of them;
+  // returns how many it solved.
+  int SolvePending(int max_tables = std::numeric_limits<int>::max());
   // Bytes held per pool, and tables held in all.
   std::map<model::PoolId, size_t> BytesPerPool() const;
   int tables() const;
+  // Tables queued and not solved yet.
+  int queued() const;
 
   // The most ticks of time or work a table is solved for (about 4 days at 3-minute
   // ticks), and the longest checkpoint interval and restore it handles, in ticks: beyond
