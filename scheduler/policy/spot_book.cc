@@ -12,7 +12,12 @@ int Ticks(double hours, double tick_hours) {
   return static_cast<int>(std::ceil(hours / tick_hours - 1e-9));
 }
 
-int RoundUp(int v, int step) { return (v + step - 1) / step * step; }
+// The work a table is solved for: a power of two, kBucketTicks at least.
+int WorkBucket(int work) {
+  int b = SpotBook::kBucketTicks;
+  while (b < work && b < SpotBook::kMaxTicks) b *= 2;
+  return b;
+}
 
 }  // namespace
 
@@ -42,12 +47,14 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
       std::min<std::int64_t>(pool.availability_now.spell_seconds / m->tick_seconds, 1 << 30));
   st.chain_state = m->State(pool.availability_now.up, age);
 
-  const int want_time = std::min(kMaxTicks, std::max(st.time_left, st.work_left));
+  // Few shapes, so that the solver keeps up with a cluster of many jobs: work in powers of
+  // two, and time to the deadline up to twice that. A job with more time is decided as if
+  // it had that much (at least its work again as slack) until its time falls inside.
+  const int work_bucket = WorkBucket(st.work_left);
   std::shared_ptr<const SpotPolicy> table;
   std::shared_ptr<const SpotChain> chain;
   Key wanted{pool.id, m.get(), changeover, checkpoint, price_pct,
-             std::min(kMaxTicks, RoundUp(std::max(1, want_time), kBucketTicks)),
-             std::min(kMaxTicks, RoundUp(st.work_left, kBucketTicks))};
+             std::min(kMaxTicks, 2 * work_bucket), work_bucket};
   {
     std::lock_guard<std::mutex> lock(mu_);
     chain = ChainLocked(pool);

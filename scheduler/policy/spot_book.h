@@ -4,8 +4,9 @@
 //
 // A SpotBook caches solved SpotPolicy tables (spot_dp.h), keyed by the pool's fitted model
 // and the job's shape in ticks: changeover (restore), checkpoint interval, spot price as a
-// share of on-demand (in 5% buckets), and the largest time and work solved for (in 128-tick
-// buckets, so one table serves every smaller job and the rest of a job's life). A table
+// share of on-demand (in 5% buckets), and the largest work solved for (a power of two, 128
+// ticks at least) with time up to twice that: one table serves every smaller job and the
+// rest of a job's life, and a job with more time is decided as if it had that much. A table
 // takes 1-3 s of one core to solve, so Decide never solves one: a missing table is queued
 // and the job is decided by the rules of decisions 0014/0015 until the engine's background
 // thread has solved it (SolvePending). The simulator builds its book with `solve_inline`,
