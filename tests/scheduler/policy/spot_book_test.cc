@@ -112,9 +112,12 @@ TEST(SpotBookTest, QueuesATableForTheBackgroundAndDecidesOnceItIsSolved) {
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->action, SpotAction::kSpot);
   EXPECT_GT(d->hazard, 0);
-  // One table serves the rest of the job's life.
+  // One table serves the rest of the job's life, and a job with more time (decided as if
+  // it had twice its work bucket: 512 ticks for 200 ticks of work).
   EXPECT_TRUE(book.Decide(pool, TenHourJob(12)).has_value());
+  EXPECT_TRUE(book.Decide(pool, TenHourJob(40)).has_value());
   EXPECT_EQ(book.tables(), 1);
+  EXPECT_EQ(book.queued(), 0);
   EXPECT_LT(book.BytesPerPool()[3], 64u << 20);
   // A refitted model replaces the pool's tables.
   pool.availability = Model({200, 10}, 51);
