@@ -97,7 +97,13 @@ TEST_F(PlacementE2eTest, InfeasibleDeadlineIsRefusedWithTheEarliestFinish) {
 }
 
 TEST_F(PlacementE2eTest, WhyExplainsAWaitingJob) {
-  // No nodes are registered: the job waits, and says so.
+  // No nodes are registered: the job waits, and says so. Beside it waits a 3-GPU job of its
+  // class, the largest pending anywhere (others here take 1), so its factors are known:
+  // just submitted (age ~0), no deadline (urgency 0), a team that used nothing (fair share
+  // 1), size log2(1 + 1) / log2(1 + 3) = 0.5; score (0 + 1 + 0 + 0.5 x 0.5) / 4.5 = 0.28.
+  auto big = sched_->Call("POST", "/v1/jobs", *user_,
+                          json{{"command", {"true"}}, {"priority", "high"}, {"gpus", 3}}.dump());
+  ASSERT_EQ(big.status, 201) << big.raw;
   auto sub = sched_->Call("POST", "/v1/jobs", *user_,
                           json{{"command", {"true"}}, {"priority", "high"}}.dump());
   ASSERT_EQ(sub.status, 201) << sub.raw;
@@ -110,10 +116,23 @@ TEST_F(PlacementE2eTest, WhyExplainsAWaitingJob) {
   }
   EXPECT_EQ(why["state"], "pending");
   EXPECT_EQ(why["priority"], "high");
-  EXPECT_NE(why["reason"].get<std::string>().find("waiting"), std::string::npos) << why.dump();
+  // No node anywhere: no room, for its 1 GPU.
+  EXPECT_NE(why["reason"].get<std::string>().find("waiting: no room for 1 GPU(s) in the pool(s)"),
+            std::string::npos)
+      << why.dump();
   ASSERT_TRUE(why["factors"].is_object()) << why.dump();
-  EXPECT_GE(why["factors"]["score"].get<double>(), 0.0);
-  EXPECT_NE(why["factors_text"].get<std::string>().find("score"), std::string::npos);
+  const json& f = why["factors"];
+  EXPECT_NEAR(f["age"].get<double>(), 0.0, 0.001) << why.dump();  // 86 s would be 0.001
+  EXPECT_DOUBLE_EQ(f["fair_share"].get<double>(), 1.0) << why.dump();
+  EXPECT_DOUBLE_EQ(f["urgency"].get<double>(), 0.0) << why.dump();
+  EXPECT_DOUBLE_EQ(f["size"].get<double>(), 0.5) << why.dump();
+  EXPECT_NEAR(f["score"].get<double>(), 1.25 / 4.5, 0.001) << why.dump();
+  EXPECT_EQ(why["factors_text"],
+            "score 0.28 = (age 0.00x1 + fair_share 1.00x1 + urgency 0.00x2 + size 0.50x0.5) / 4.5")
+      << why.dump();
+  // Nothing of a higher class waits; the 3-GPU job is the one other of its class.
+  EXPECT_EQ(why["higher_priority_pending"], 0) << why.dump();
+  EXPECT_EQ(why["same_priority_pending"], 1) << why.dump();
   auto cli = RunCommand({FRUGAL_CLI_BIN, "why", id}, sched_->CliEnv(*user_));
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_NE(cli.out.find("is pending (priority high)"), std::string::npos) << cli.out;

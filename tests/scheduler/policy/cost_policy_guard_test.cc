@@ -50,18 +50,39 @@ TEST_F(MigrationTest, MovesACheckpointedJobOffSpotWhenSlackRunsLow) {
             std::string::npos);
 }
 
+// It stays (no stop, not placed anew) down to the minute the slack equals the exposure; one
+// minute later it moves.
 TEST_F(MigrationTest, StaysOnSpotWhileSlackCoversAReclaim) {
   s_.running = {OnSpot(5h + 50min)};  // slack 5h50m - 5h15m = 35m >= 30m
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
+  s_.running = {OnSpot(5h + 45min)};  // slack 30m = 30m
   EXPECT_TRUE(Decide().stops.empty());
+  s_.running = {OnSpot(5h + 44min)};  // slack 29m < 30m
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateOffSpot);
 }
 
+// The job of MovesACheckpointedJobOffSpotWhenSlackRunsLow, with one thing changed each time,
+// stays; with half the on-demand node free instead of all of it taken, it moves again.
 TEST_F(MigrationTest, DoesNotMoveWithoutSafeRoomOrCheckpoints) {
   auto restartable = OnSpot(5h + 40min);
   restartable.tolerance = Tolerance::kRestartable;  // moving would lose everything
   s_.running = {restartable};
-  EXPECT_TRUE(Decide().stops.empty());
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
   s_.running = {OnSpot(5h + 40min), MakeRunning(101, 51, 20, 8)};  // on-demand is full
-  EXPECT_TRUE(Decide().stops.empty());
+  plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
+  s_.running = {OnSpot(5h + 40min), MakeRunning(101, 51, 20, 4)};  // 4 GPUs free there
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 100);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateOffSpot);
 }
 
 // One on-demand node of 8 GPUs, full with two low-class jobs of 4 GPUs, both running 2h.
@@ -151,11 +172,23 @@ TEST_F(PreemptionTest, TheProtectionWindowIsTheVictimsClasses) {
       << WaitReason(plan, 1);
 }
 
+// Both jobs of the critical class: the critical job waits for room, with no preemption
+// offered; make one of them low class again and it is the victim.
 TEST_F(PreemptionTest, NeverPreemptsTheSameOrAHigherClass) {
   checkpointed_.priority_rank = 0;
   restartable_.priority_rank = 0;
   s_.running = {checkpointed_, restartable_};
-  EXPECT_TRUE(Decide().stops.empty());
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 1).empty());
+  EXPECT_EQ(WaitReason(plan, 1),
+            "waiting: no room for 4 GPU(s) in the pool(s) it may use (a100-od)");
+  restartable_.priority_rank = 3;
+  s_.running = {checkpointed_, restartable_};
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].attempt_id, 101);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kPriorityPreemption);
 }
 
 TEST_F(PreemptionTest, KeepsGpusOfStoppingAttemptsForThePreemptor) {

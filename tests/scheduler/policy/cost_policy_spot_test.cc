@@ -76,19 +76,41 @@ TEST_F(SpotReturnTest, MovesAnOnDemandJobBackToSpotWhenItPays) {
   EXPECT_NEAR(MoveToSpotSaving(1, s_.pools[0], s_.pools[1], 5, 5.0 / 60, 1) / 1e6, 9.618, 0.001);
 }
 
-// 6h to go: slack 6h - 5h5m - 10m = 45m does not cover a reclaim (1h5m): it stays.
+// 6h to go: slack 6h - 5h5m - 10m = 45m does not cover a reclaim (1h5m): it stays where it
+// is (no stop, no new placement). With 6h30m to go the slack (1h15m) covers it and the same
+// job moves: the slack alone decides.
 TEST_F(SpotReturnTest, StaysOnDemandWhenTheSlackDoesNotCoverAReclaim) {
   s_.nodes.push_back(MakeNode(30, 3, 8));
   s_.running = {OnDemand(6h)};
-  EXPECT_TRUE(Decide().stops.empty());
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
+  EXPECT_TRUE(plan.node_requests.empty());
+  s_.running = {OnDemand(6h + 30min)};
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].job_id, 50);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateToSpot);
 }
 
 // 1.2 minutes of work left (progress 0.998): spot would save 1.2m x $2 = $0.04, less than
-// the 5m restore on spot costs ($0.08): it finishes where it is.
+// the 5m restore on spot costs ($0.08): it finishes where it is. The saving is negative:
+// $0.04 - $0.083 - (1 - e^-(0.1 x 6.2m)) x $0.75 = -$0.051. With 12 minutes left (progress
+// 0.98) it saves $0.40 - $0.083 - 0.028 x $0.75 = $0.30 and the same job moves.
 TEST_F(SpotReturnTest, StaysOnDemandWhenTheChangeoverCostsMoreThanItSaves) {
   s_.nodes.push_back(MakeNode(30, 3, 8));
   s_.running = {OnDemand(8h, 0.998)};
-  EXPECT_TRUE(Decide().stops.empty());
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
+  EXPECT_NEAR(MoveToSpotSaving(1, s_.pools[0], s_.pools[1], 0.02, 5.0 / 60, 1) / 1e6, -0.051,
+              0.001);
+  s_.running = {OnDemand(8h, 0.98)};
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateToSpot);
+  EXPECT_NE(plan.stops[0].reason.find("expected to save $0.30"), std::string::npos)
+      << plan.stops[0].reason;
 }
 
 // The only spot node is taken by a pending job placed this cycle: no room is left to move to.
@@ -103,12 +125,19 @@ TEST_F(SpotReturnTest, MovesOnlyIntoRoomNoPendingJobTook) {
   EXPECT_TRUE(plan.stops.empty());
 }
 
-// Reserved capacity is paid for whether used or not: a job there never moves to spot.
+// Reserved capacity is paid for whether used or not: a job there never moves to spot. The
+// same job on the same pool, priced as on-demand, does (MovesAnOnDemandJobBackToSpotWhenItPays).
 TEST_F(SpotReturnTest, NeverLeavesReservedForSpot) {
   s_.pools[0].kind = CapacityKind::kReserved;
   s_.nodes.push_back(MakeNode(30, 3, 8));
   s_.running = {OnDemand(8h)};
-  EXPECT_TRUE(Decide().stops.empty());
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 50).empty());
+  s_.pools[0].kind = CapacityKind::kOnDemand;
+  plan = Decide();
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].kind, model::StopKind::kMigrateToSpot);
 }
 
 }  // namespace

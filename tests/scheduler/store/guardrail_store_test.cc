@@ -345,6 +345,17 @@ TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {
   auto [job, attempt] = Running();
   Beat({{{"attempt_id", attempt}, {"utilization", 90}, {"memory_used_mb", 7000}}});
   ASSERT_TRUE(store_->FinishAttempt(attempt, epoch_, Outcome::kSucceeded, 0, AuthOf(attempt)).ok());
+  // The run time is the attempt's, from its start to its end: set the start 2h 3.4567s before
+  // the end, so the run is 7,203,456 ms (whole milliseconds, rounded down), not the few
+  // milliseconds this test took.
+  {
+    auto c = PgConn::Connect(conninfo_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->Exec("backdate", "UPDATE attempts SET started_at = ended_at - interval "
+                                       "'2 hours 3.4567 seconds' WHERE id = $1",
+                           {std::to_string(attempt)})
+                    .ok());
+  }
   auto usage = store_->EndedJobUsage(CostQuery{});
   ASSERT_TRUE(usage.ok()) << usage.status().ToString();
   ASSERT_EQ(usage->size(), 1u);
@@ -352,7 +363,7 @@ TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {
   ASSERT_EQ(usage->at(0).runs.size(), 1u);
   EXPECT_EQ(usage->at(0).runs[0].pool, "a100-od");
   EXPECT_EQ(usage->at(0).runs[0].peak_gpu_mem_mb, 7000);
-  EXPECT_GE(usage->at(0).runs[0].run_ms, 0);
+  EXPECT_EQ(usage->at(0).runs[0].run_ms, 7'203'456);
   // Another team's report does not see it.
   CostQuery other;
   other.team = 999999;
