@@ -8,6 +8,7 @@
 // Tables are solved in the background, so everything is polled with a deadline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -114,6 +115,13 @@ class LearnedSpotE2eTest : public ::testing::Test {
     return json();
   }
 
+  // Whether a spot entry's table is solved and its action is one of `want`.
+  static bool Solved(const json& e, const std::vector<std::string>& want) {
+    if (e.is_null() || !e.value("ready", false)) return false;
+    const std::string action = e.value("action", "");
+    return std::find(want.begin(), want.end(), action) != want.end();
+  }
+
   // Polls the dry-run quote until the controller's table for the spot pool is solved and
   // its action is one of `want`; returns that entry (null on timeout, with the last quote).
   json WaitForQuote(const std::vector<std::string>& want, std::string* last) {
@@ -123,13 +131,9 @@ class LearnedSpotE2eTest : public ::testing::Test {
       *last = r.raw;
       if (r.status != 200) return false;
       json e = SpotEntry(r.body["quote"]["learned"]);
-      if (e.is_null() || !e.value("ready", false)) return false;
-      for (const auto& w : want)
-        if (e.value("action", "") == w) {
-          found = e;
-          return true;
-        }
-      return false;
+      if (!Solved(e, want)) return false;
+      found = e;
+      return true;
     }, std::chrono::seconds(120), std::chrono::milliseconds(500));
     return found;
   }
@@ -157,13 +161,9 @@ class LearnedSpotE2eTest : public ::testing::Test {
       *why_out = json::parse(r.out, nullptr, false);
       if (why_out->is_discarded()) return false;
       json e = SpotEntry((*why_out)["options"]);
-      if (e.is_null() || !e.value("ready", false)) return false;
-      for (const auto& w : want)
-        if (e.value("action", "") == w) {
-          found = e;
-          return true;
-        }
-      return false;
+      if (!Solved(e, want)) return false;
+      found = e;
+      return true;
     }, std::chrono::seconds(120), std::chrono::milliseconds(500));
     return found;
   }
