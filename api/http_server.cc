@@ -25,6 +25,9 @@ constexpr int kListenBacklog = 1024;  // the kernel caps it at net.core.somaxcon
 // Set by ConnectionThreads on the accept thread when the server is full: the connection is
 // refused without a thread of its own.
 thread_local bool t_over_capacity = false;
+// Set on a connection's thread once a request's headers announce a body over its path's
+// limit; the pre-routing handler then answers 413 without reading it.
+thread_local bool t_body_over_limit = false;
 
 // httplib's TaskQueue, one detached thread per connection, at most `cap` at once. A fixed
 // pool would let a handful of idle sockets hold every thread; deadlines bound how long
@@ -226,6 +229,23 @@ std::string BindError(const std::string& host, int port) {
   return why;
 }
 
+// After the response is written: stops sending, then reads and drops what the client still
+// sends, until it closes, `limit` passes, or kMaxDrainBytes were dropped. Memory stays one
+// buffer, however large the body the client announced.
+void LingeringDrain(socket_t sock, std::chrono::milliseconds limit) {
+  constexpr std::size_t kMaxDrainBytes = 64 << 20;
+  ::shutdown(sock, SHUT_WR);
+  const auto end = SteadyClock::now() + limit;
+  char buf[16 * 1024];
+  std::size_t dropped = 0;
+  while (dropped < kMaxDrainBytes && SteadyClock::now() < end) {
+    if (!Poll(sock, POLLIN, std::min(200, MillisUntil(end)))) continue;
+    const ssize_t n = ::recv(sock, buf, sizeof buf, 0);
+    if (n <= 0) return;
+    dropped += static_cast<std::size_t>(n);
+  }
+}
+
 }  // namespace
 
 HttpServer::HttpServer(EdgeLimits limits) : limits_(limits) {
@@ -233,6 +253,15 @@ HttpServer::HttpServer(EdgeLimits limits) : limits_(limits) {
   set_tcp_nodelay(true);
   set_socket_options(ListenSocketOptions);
   set_keep_alive_max_count(limits_.keep_alive_max_requests);
+  set_pre_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!t_body_over_limit) return HandlerResponse::Unhandled;
+    res.status = 413;  // the error handler words it
+    return HandlerResponse::Handled;
+  });
+}
+
+void HttpServer::set_body_limit(std::function<std::size_t(const std::string& path)> limit) {
+  body_limit_ = std::move(limit);
 }
 
 HttpServer::~HttpServer() = default;
@@ -295,6 +324,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     strm.SetDeadline(served == 0 ? accepted + limits_.header_deadline
                                  : SteadyClock::now() + limits_.header_deadline);
     bool closed = false;
+    t_body_over_limit = false;
     const bool last = served + 1 == limits_.keep_alive_max_requests;
     // httplib calls this once the headers are in, before it reads the body.
     ok = process_request(strm, last, closed, [&](httplib::Request& req) {
@@ -305,7 +335,19 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         req.headers.emplace("Content-Length", "0");
       }
+      const std::string length = req.get_header_value("Content-Length");
+      if (body_limit_ && !length.empty() && length.size() <= 18 &&
+          length.find_first_not_of("0123456789") == std::string::npos) {
+        t_body_over_limit = std::stoull(length) > body_limit_(req.path);
+      }
     });
+    if (t_body_over_limit) {
+      // The unread body would be taken for the next request, so the connection ends. A
+      // client still sending it would get a reset, and most then never read the 413: read
+      // and drop what it sends for a bounded while first (nginx's lingering close).
+      LingeringDrain(sock, limits_.body_deadline);
+      break;
+    }
     if (!ok || closed || strm.expired()) break;
   }
   CloseSocket(sock);

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -52,6 +53,12 @@ class HttpServer : public httplib::Server {
   // the address and the reason ("address already in use") when it cannot.
   StatusOr<int> Bind(const std::string& host, int port);
 
+  // The largest body a request to a path may announce (default: httplib's payload limit
+  // for every path). A request whose Content-Length is over it is answered 413 through the
+  // error handler without its body being read, and its connection is closed. Set before
+  // Listen.
+  void set_body_limit(std::function<std::size_t(const std::string& path)> limit);
+
   // Connections open now (for tests and logs).
   int open_connections() const { return open_.load(); }
 
@@ -63,6 +70,7 @@ class HttpServer : public httplib::Server {
   void ReleaseClient(const std::string& ip);
 
   const EdgeLimits limits_;
+  std::function<std::size_t(const std::string&)> body_limit_;
   std::atomic<int> open_{0};
   std::mutex mu_;
   std::map<std::string, int> per_client_;  // guarded by mu_

@@ -2,11 +2,15 @@
 
 namespace frugal::api {
 
-Status CheckJsonLimits(const std::string& body) {
-  if (body.size() > kMaxBodyBytes) {
+std::size_t MaxBodyBytes(const std::string& path) {
+  return path == kBatchPath ? kMaxBatchBodyBytes : kMaxBodyBytes;
+}
+
+Status CheckJsonLimits(const std::string& body, std::size_t max_bytes) {
+  if (body.size() > max_bytes) {
     return Status(StatusCode::kPayloadTooLarge,
                   "request body is " + std::to_string(body.size()) + " bytes; the limit is " +
-                      std::to_string(kMaxBodyBytes));
+                      std::to_string(max_bytes));
   }
   int depth = 0;
   bool in_string = false;

@@ -138,12 +138,16 @@ void RegisterWebRoutes(Router& server, Context& ctx);
 json EncodeQuote(const policy::Quote& quote);
 // Returns the quote it checked, for the submit reply's outlook.
 StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec);
+// The same checks against a quote already made (batch submit quotes every job at once).
+Status CheckQuote(const model::JobSpec& spec, const policy::Quote& quote);
 
 // routes_guardrails.cc: admin guardrail routes; the submit-time rules (the class's
 // max_runtime default and maximum, 422 above it; the approval hold) applied to `req`; and
 // a finished job's right-sizing advice (null when none).
 void RegisterGuardrailRoutes(Router& server, Context& ctx);
 Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req);
+// The same rules with settings already read (batch submit reads them once).
+Status ApplySubmitGuardrails(const model::GuardrailSettings& settings, store::SubmitRequest& req);
 StatusOr<json> JobRightSizing(Context& ctx, const store::JobDetail& detail);
 json EncodeRightSizing(const policy::RightSizing& advice);
 

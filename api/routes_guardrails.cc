@@ -124,6 +124,10 @@ Status MergeSettings(const json& body, model::GuardrailSettings& s) {
 
 Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req) {
   ASSIGN_OR_RETURN(auto settings, ctx.store.GetGuardrails());
+  return ApplySubmitGuardrails(settings, req);
+}
+
+Status ApplySubmitGuardrails(const model::GuardrailSettings& settings, store::SubmitRequest& req) {
   ASSIGN_OR_RETURN(req.spec, policy::ApplyClassRuntime(req.spec, settings));
   req.approval_reason = policy::ApprovalReason(req.spec, settings);
   return Status::Ok();

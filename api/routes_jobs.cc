@@ -1,6 +1,7 @@
 // Routes for jobs, health and identity.
 #include <spdlog/spdlog.h>
 
+#include "api/json_limits.h"
 #include "api/routes.h"
 #include "common/crypto.h"
 #include "common/money.h"
@@ -87,6 +88,79 @@ StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store:
   return f;
 }
 
+// An item's error, named by its place in the batch: "jobs[3]: gpus must be ...".
+Status AtItem(const Status& st, std::size_t i) {
+  const std::string at = "jobs[" + std::to_string(i) + "]";
+  return Status(st.code(), at + ": " + st.message(), st.field().empty() ? at : at + "." + st.field());
+}
+
+// POST /v1/jobs:batch (decision 0024): every spec is checked as POST /v1/jobs checks it,
+// then all are stored in one transaction, or none is.
+StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const store::Principal& who) {
+  RETURN_IF_ERROR(CheckQueryParams(req, {}));
+  ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+  RETURN_IF_ERROR(CheckFields(body, {"jobs"}));
+  if (!body.contains("jobs") || !body["jobs"].is_array())
+    return InvalidArgument("'jobs' must be an array of job specs, as POST /v1/jobs takes", "jobs");
+  const json& specs = body["jobs"];
+  if (specs.empty() || specs.size() > kMaxBatchJobs)
+    return InvalidArgument("'jobs' must hold 1 to " + std::to_string(kMaxBatchJobs) +
+                               " specs, got " + std::to_string(specs.size()) +
+                               "; split a larger sweep into several batches",
+                           "jobs");
+  std::optional<std::string> key;
+  if (req.has_header("Idempotency-Key")) {
+    key = req.get_header_value("Idempotency-Key");
+    // Each job stores KEY#INDEX, which must fit the 255 characters of a single submit's key.
+    if (key->empty() || key->size() > 240 || !IsStorableText(*key))
+      return InvalidArgument("Idempotency-Key of a batch must be 1 to 240 characters of UTF-8 text",
+                             "Idempotency-Key");
+  }
+  const Timestamp now = ctx.clock.Now();
+  ASSIGN_OR_RETURN(auto guardrails, ctx.store.GetGuardrails());
+  std::vector<store::SubmitRequest> reqs(specs.size());
+  std::vector<model::JobSpec> checked;
+  checked.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto& r = reqs[i];
+    if (!specs[i].is_object())
+      return AtItem(InvalidArgument(std::string("must be a JSON object, got ") + specs[i].type_name()), i);
+    auto spec = DecodeJobSpec(specs[i], now);
+    if (!spec.ok()) return AtItem(spec.status(), i);
+    r.spec = *std::move(spec);
+    if (Status st = ApplySubmitGuardrails(guardrails, r); !st.ok()) return AtItem(st, i);
+    if (key) {
+      r.idempotency_key = *key + "#" + std::to_string(i);
+      r.request_sha256 = Sha256Hex(specs[i].dump());
+    }
+    checked.push_back(r.spec);
+  }
+  ASSIGN_OR_RETURN(auto quotes, ctx.advisor.QuoteAll(checked, now));
+  Micros expected = 0;
+  for (std::size_t i = 0; i < quotes.size(); ++i) {
+    if (Status st = CheckQuote(checked[i], quotes[i]); !st.ok()) return AtItem(st, i);
+    for (const auto& p : quotes[i].pools)
+      if (quotes[i].recommended && p.pool_id == *quotes[i].recommended) expected += p.expected_cost;
+  }
+  ASSIGN_OR_RETURN(auto items, ctx.store.SubmitBatch(who, reqs));
+  json jobs = json::array();
+  int created = 0;
+  for (const auto& item : items) {
+    created += item.created ? 1 : 0;
+    jobs.push_back({{"id", item.id}, {"state", model::ToString(item.state)}, {"created", item.created}});
+  }
+  if (created > 0) {
+    spdlog::info(R"("event":"jobs_submitted","team":"{}","count":{},"first_id":{})", who.team,
+                 created, items.front().id);
+    ctx.engine.Kick();
+  }
+  return Reply{created > 0 ? 201 : 200,
+               {{"count", items.size()},
+                {"created", created},
+                {"expected_cost", FormatDollars(expected, true)},
+                {"jobs", std::move(jobs)}}};
+}
+
 }  // namespace
 
 void RegisterJobRoutes(Router& s, Context& ctx) {
@@ -161,6 +235,11 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            json out = EncodeJob(result.job);
            for (auto& [key, value] : outlook.items()) out[key] = value;
            return Reply{result.created ? 201 : 200, out};
+         }));
+
+  s.Post("/v1/jobs:batch", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                              auto& who) -> StatusOr<Reply> {
+           return SubmitBatch(ctx, req, *who);
          }));
 
   s.Get("/v1/jobs", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)

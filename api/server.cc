@@ -121,8 +121,9 @@ Status TransportError(const httplib::Request& req, int status) {
                       " bytes" + use_json + " (limit " + std::to_string(kMaxBodyBytes) + ")");
   }
   if (status == 413) {
-    return Status(StatusCode::kPayloadTooLarge,
-                  "request body exceeds the limit of " + std::to_string(kMaxBodyBytes) + " bytes");
+    return Status(StatusCode::kPayloadTooLarge, "request body exceeds the limit of " +
+                                                    std::to_string(MaxBodyBytes(req.path)) +
+                                                    " bytes");
   }
   if (type.rfind("multipart/form-data", 0) == 0) {
     return InvalidArgument("multipart/form-data bodies are not accepted" + use_json);
@@ -148,7 +149,8 @@ httplib::Server::Handler Route(Context& ctx, Access access, RouteFn fn) {
         who = std::move(p).value();
       }
       if (!req.body.empty()) {
-        if (Status st = CheckJsonLimits(req.body); !st.ok()) return WriteError(res, st);
+        if (Status st = CheckJsonLimits(req.body, MaxBodyBytes(req.path)); !st.ok())
+          return WriteError(res, st);
       }
       auto reply = fn(req, who);
       if (!reply.ok()) {
@@ -337,8 +339,11 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
     : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, clock, options)) {
   auto& s = impl_->server;
   // httplib answers 413 itself above this, before reading the body. Read and write
-  // deadlines are HttpServer's (EdgeLimits).
-  s.set_payload_max_length(kMaxBodyBytes);
+  // deadlines are HttpServer's (EdgeLimits). Only the batch route may send more than
+  // kMaxBodyBytes: any other request that announces more is refused before its body is
+  // read (a chunked one is cut at kMaxBatchBodyBytes, then refused by Route).
+  s.set_payload_max_length(kMaxBatchBodyBytes);
+  s.set_body_limit(MaxBodyBytes);
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
                                                              httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;

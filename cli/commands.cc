@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <fstream>
 #include <optional>
 #include <ostream>
 #include <utility>
@@ -139,7 +140,92 @@ std::string BudgetLine(const json& r) {
   return line.empty() ? "" : line + ".\n";
 }
 
+// Jobs per POST /v1/jobs:batch: the server's limit.
+constexpr std::size_t kBatchJobs = 10000;
+
+// The job specs of a JSONL file, one object per line (blank lines skipped), and the line
+// each came from.
+StatusOr<std::pair<json, std::vector<int>>> ReadJsonLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("--file: cannot read '" + path + "'");
+  json specs = json::array();
+  std::vector<int> lines;
+  std::string text;
+  for (int n = 1; std::getline(in, text); ++n) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json spec = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (spec.is_discarded() || !spec.is_object())
+      return InvalidArgument(path + ":" + std::to_string(n) +
+                             ": expected one JSON object per line (a job spec as POST /v1/jobs "
+                             "takes)");
+    specs.push_back(std::move(spec));
+    lines.push_back(n);
+  }
+  if (specs.empty()) return InvalidArgument("--file: '" + path + "' holds no job specs");
+  return std::make_pair(std::move(specs), std::move(lines));
+}
+
+// The server names a batch's item as jobs[i]; the user knows it as a line of the file.
+Status AtLine(const Status& st, const std::string& path, const std::vector<int>& lines,
+              std::size_t first) {
+  const std::string& m = st.message();
+  const auto close = m.find("]: ");
+  if (m.rfind("jobs[", 0) == 0 && close != std::string::npos && close > 5 && close < 12) {
+    const std::size_t i = first + std::stoul(m.substr(5, close - 5));
+    if (i < lines.size())
+      return Status(st.code(), path + ":" + std::to_string(lines[i]) + ": " + m.substr(close + 3),
+                    st.field());
+  }
+  return st;
+}
+
+// submit --file: every spec of the file, in batches of kBatchJobs, each stored whole or
+// not at all. With --idempotency-key K, batch b is sent with key K/b, so the same command
+// run again stores nothing twice.
+Status RunSubmitFile(Session& s, const SubmitOptions& o) {
+  ASSIGN_OR_RETURN(auto file, ReadJsonLines(o.file));
+  const auto& [specs, lines] = file;
+  json all = json::array();
+  int created = 0;
+  for (std::size_t first = 0; first < specs.size(); first += kBatchJobs) {
+    const std::size_t end = std::min(specs.size(), first + kBatchJobs);
+    json body = {{"jobs", json(specs.begin() + first, specs.begin() + end)}};
+    std::map<std::string, std::string> headers;
+    if (!o.idempotency_key.empty())
+      headers["Idempotency-Key"] = o.idempotency_key + "/" + std::to_string(first / kBatchJobs);
+    auto r = Checked(s.client.Post("/v1/jobs:batch", body, headers));
+    if (!r.ok()) {
+      Status st = AtLine(r.status(), o.file, lines, first);
+      if (first == 0) return st;
+      return Status(st.code(), st.message() + " (the jobs of lines " + std::to_string(lines[0]) +
+                                   " to " + std::to_string(lines[first - 1]) +
+                                   " were submitted; none after)", st.field());
+    }
+    created += Field(r->body, "created").get<int>();
+    for (const auto& j : Field(r->body, "jobs")) all.push_back(j);
+  }
+  const json out = {{"count", all.size()}, {"created", created}, {"jobs", all}};
+  Print(s, out, [&] {
+    std::map<std::string, int> states;
+    for (const auto& j : all) ++states[Text(j, "state")];
+    std::string by_state;
+    for (const auto& [state, n] : states)
+      by_state += (by_state.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+    std::string line = "Submitted " + std::to_string(created) + " of " +
+                       std::to_string(all.size()) + " jobs, ids " + Text(all.front(), "id") +
+                       " to " + Text(all.back(), "id") + " (" + by_state + ")";
+    if (created < static_cast<int>(all.size()))
+      line += "; " + std::to_string(all.size() - created) +
+              " were stored by an earlier run with the same --idempotency-key";
+    return line + ".\n";
+  });
+  return Status::Ok();
+}
+
 Status RunSubmit(Session& s, const SubmitOptions& o) {
+  if (!o.file.empty()) return RunSubmitFile(s, o);
+  if (o.command.empty())
+    return InvalidArgument("submit needs the job's command after --, or --file FILE");
   ASSIGN_OR_RETURN(json body, BuildSubmitBody(o, s.now));
   if (o.dry_run) return RunDryRun(s, body);
   std::map<std::string, std::string> headers;
@@ -453,12 +539,29 @@ void Commands::AddSubmit(CLI::App& app) {
       ->check(PositiveIntegerCheck(9, "N"));
   sub->add_option("--idempotency-key", o.idempotency_key,
                   "Makes a retried submit return the first job instead of a second one");
-  sub->add_flag("--dry-run", o.dry_run,
-                "Show where the job would run, its expected cost and finish; submit nothing");
-  sub->add_option("COMMAND", o.command, "The program and its arguments (after --)")->required();
+  auto* dry_run = sub->add_flag(
+      "--dry-run", o.dry_run,
+      "Show where the job would run, its expected cost and finish; submit nothing");
+  auto* command = sub->add_option("COMMAND", o.command, "The program and its arguments (after --)");
+  // Each line of the file is a whole job spec, so no flag that shapes one job goes with it.
+  auto* file = sub->add_option("--file", o.file,
+                               "Submit every job of a JSONL file (one POST /v1/jobs spec per "
+                               "line), 10,000 per request, each request all or nothing");
+  file->excludes(command)->excludes(dry_run);
+  // One of the two, or it is a usage error (exit 2) before anything is sent.
+  sub->parse_complete_callback([&o] {
+    if (o.command.empty() && o.file.empty())
+      throw CLI::RequiredError("the job's COMMAND (after --) or --file");
+  });
+  for (CLI::Option* opt : sub->get_options()) {
+    const std::string name = opt->get_name();
+    if (opt != file && opt != command && opt != dry_run && name != "--idempotency-key" &&
+        name != "--help" && name != "-h,--help")
+      file->excludes(opt);
+  }
   sub->footer(
       "Example:\n  frugal submit --gpus 4 --gpu-type a100 --estimate 2h --deadline +12h "
-      "-- python train.py --lr 3e-4");
+      "-- python train.py --lr 3e-4\n  frugal submit --file sweep.jsonl --idempotency-key sweep-7");
   OnParsed(*sub, [this](Session& s) { return RunSubmit(s, submit_); });
 }
 

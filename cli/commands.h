@@ -63,6 +63,7 @@ struct SubmitOptions {
   std::string idempotency_key;
   std::vector<std::string> command;
   bool dry_run = false;  // print the quote; submit nothing
+  std::string file;      // JSONL of job specs: submitted in batches (POST /v1/jobs:batch)
 };
 
 struct ListOptions {

@@ -103,6 +103,33 @@ void Emit(YAML::Emitter& out, const json& v) {
   }
 }
 
+// U+FDD0..U+FDEF and the last two code points of each plane, in UTF-8 text.
+bool HasNoncharacter(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    if (b(0) == 0xEF && i + 2 < s.size()) {
+      if (b(1) == 0xB7 && b(2) >= 0x90 && b(2) <= 0xAF) return true;      // U+FDD0..U+FDEF
+      if (b(1) == 0xBF && (b(2) == 0xBE || b(2) == 0xBF)) return true;     // U+FFFE, U+FFFF
+    } else if (b(0) >= 0xF0 && b(0) <= 0xF4 && i + 3 < s.size()) {
+      // U+nFFFE and U+nFFFF: the plane's last 16 bits all ones but the lowest.
+      if ((b(1) & 0x0F) == 0x0F && b(2) == 0xBF && (b(3) == 0xBE || b(3) == 0xBF)) return true;
+    }
+  }
+  return false;
+}
+
+bool HasNoncharacter(const json& v) {
+  if (v.is_string()) return HasNoncharacter(v.get_ref<const std::string&>());
+  if (v.is_object()) {
+    for (const auto& [k, item] : v.items())
+      if (HasNoncharacter(k) || HasNoncharacter(item)) return true;
+  } else if (v.is_array()) {
+    for (const auto& item : v)
+      if (HasNoncharacter(item)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StatusOr<json> YamlToJson(const std::string& text) {
@@ -119,6 +146,10 @@ StatusOr<json> YamlToJson(const std::string& text) {
 std::string JsonToYaml(const json& value) {
   YAML::Emitter out;
   Emit(out, value);
+  // yaml-cpp's emitter replaces Unicode noncharacters (U+FFFF, U+FDD0...) in a quoted
+  // string with U+FFFD (admin_yaml_fuzz found it). Such a value is printed as JSON, which is
+  // YAML too and which yaml-cpp reads back faithfully.
+  if (HasNoncharacter(value)) return value.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   return std::string(out.c_str()) + "\n";
 }
 

@@ -16,7 +16,8 @@ namespace frugal::cli {
 // Errors are InvalidArgument with the line and column, or the path of a duplicate key.
 StatusOr<nlohmann::json> YamlToJson(const std::string& text);
 
-// Block-style YAML for `value`, ending in a newline.
+// Block-style YAML for `value`, ending in a newline; where yaml-cpp cannot print that so it
+// reads back as `value` (a string with a Unicode noncharacter), JSON, which YAML reads too.
 std::string JsonToYaml(const nlohmann::json& value);
 
 }  // namespace frugal::cli

@@ -11,6 +11,19 @@ StatusOr<policy::Quote> Advisor::Quote(const model::JobSpec& spec, Timestamp now
   return policy::QuoteJob(job, pools, now, config_, book_);
 }
 
+StatusOr<std::vector<policy::Quote>> Advisor::QuoteAll(const std::vector<model::JobSpec>& specs,
+                                                       Timestamp now) const {
+  ASSIGN_OR_RETURN(auto pools, store_.ListPools());
+  std::vector<policy::Quote> out;
+  out.reserve(specs.size());
+  for (const auto& spec : specs) {
+    model::PendingJob job = policy::PendingFromSpec(spec, now);
+    ASSIGN_OR_RETURN(job.priority_rank, model::PriorityRank(spec.priority));
+    out.push_back(policy::QuoteJob(job, pools, now, config_, book_));
+  }
+  return out;
+}
+
 StatusOr<Why> Advisor::Explain(model::JobId job, int max_pending) const {
   ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(max_pending));
   Why why;

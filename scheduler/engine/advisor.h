@@ -35,6 +35,9 @@ class Advisor {
 
   // The quote for `spec` against the pools as they are now.
   StatusOr<policy::Quote> Quote(const model::JobSpec& spec, Timestamp now) const;
+  // The quotes for `specs`, in order, against one reading of the pools (batch submit).
+  StatusOr<std::vector<policy::Quote>> QuoteAll(const std::vector<model::JobSpec>& specs,
+                                                Timestamp now) const;
   // Priority factors and queue position of `job` in a fresh snapshot.
   StatusOr<Why> Explain(model::JobId job, int max_pending) const;
 

@@ -58,6 +58,13 @@ struct SubmitResult {
   bool created = false;  // false: an earlier submit with the same key
 };
 
+// One job of a batch submit (SubmitBatch), in request order.
+struct BatchItem {
+  model::JobId id = 0;
+  bool created = false;  // false: an earlier batch with the same key stored it
+  model::JobState state = model::JobState::kPending;
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<model::TeamId> visible_team;  // researchers see their own team only
@@ -221,6 +228,11 @@ class JobStore {
   // seen before in the team: the earlier job if the request hash matches, else Conflict.
   // Dependencies must name existing jobs the caller can see (FailedPrecondition).
   virtual StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) = 0;
+  // Stores every job of `reqs` in one transaction, or none (decision 0024). Items with an
+  // idempotency key that an earlier submit of the same team stored with the same request
+  // come back with created=false; with another request, Conflict naming the item.
+  virtual StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
+                                                       const std::vector<SubmitRequest>& reqs) = 0;
 
   virtual StatusOr<JobPage> ListJobs(const JobFilter& filter) = 0;
 

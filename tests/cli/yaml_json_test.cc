@@ -7,6 +7,8 @@
 namespace frugal::cli {
 namespace {
 
+using nlohmann::json;
+
 TEST(YamlJsonTest, PlainScalarsGetTypesAndDecimalsStayText) {
   auto j = YamlToJson(
       "pools:\n  - name: a\n    max_gpus: 16\n    price_per_gpu_hour: 1.29\n"
@@ -34,6 +36,18 @@ TEST(YamlJsonTest, AliasThatContainsItselfIsRefused) {
   ASSERT_FALSE(j.ok());
   EXPECT_NE(j.status().message().find("alias that contains itself"), std::string::npos)
       << j.status().message();
+}
+
+// admin_yaml_fuzz: yaml-cpp prints U+FFFF inside quotes as U+FFFD, so a description with
+// a noncharacter changed on the way back. Such a value is printed as JSON, which reads back.
+TEST(YamlJsonTest, NoncharactersReadBackUnchanged) {
+  const json value = {{"pools", json::array({{{"name", "a"}, {"note", "\xef\xbb\xbfx\xef\xbf\xbf"}}})}};
+  const std::string printed = JsonToYaml(value);
+  auto back = YamlToJson(printed);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << printed;
+  EXPECT_EQ(*back, value) << printed;
+  // The ordinary case stays block YAML.
+  EXPECT_EQ(JsonToYaml(json{{"name", "a"}}), "name: a\n");
 }
 
 TEST(YamlJsonTest, NestingPastTheLimitIsRefusedAndAtTheLimitIsRead) {

@@ -43,6 +43,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   Status Ping() override;
   StatusOr<Principal> Authenticate(const std::string& token_sha256) override;
   StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) override;
+  StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
+                                               const std::vector<SubmitRequest>& reqs) override;
   StatusOr<JobPage> ListJobs(const JobFilter& filter) override;
   StatusOr<JobDetail> GetJob(model::JobId id, std::optional<model::TeamId> visible_team) override;
   StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
@@ -192,6 +194,10 @@ StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 31;
+// FailedPrecondition naming the jobs of `after` that do not exist or that `team` cannot
+// see (admins see every team's).
+Status CheckDependencies(PgConn& c, const std::vector<model::JobId>& after, model::TeamId team,
+                         bool admin);
 // Parses a job whose kJobColumns start at column `first`.
 model::Job ParseJob(const PgResult& r, int row, int first = 0);
 // Every pool, with what the store learned (reclaim rate, mean outage, and for spot pools

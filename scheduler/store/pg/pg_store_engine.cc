@@ -12,7 +12,11 @@ using nlohmann::json;
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
-    RETURN_IF_ERROR(c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+    // A fresh plan for each read (decision 0025): a generic plan cached while `jobs` was
+    // nearly empty ran this read as a scan per pending row after a burst of submits.
+    RETURN_IF_ERROR(c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+                                 " SET LOCAL plan_cache_mode = force_custom_plan")
+                        .status());
     model::Snapshot s;
     // With the idle reclamation settings (one row; the defaults if it were missing).
     ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle",

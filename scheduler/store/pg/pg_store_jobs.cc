@@ -106,6 +106,10 @@ StatusOr<Job> LoadJob(PgConn& c, JobId id, std::optional<model::TeamId> visible_
   return pg::ParseJob(r, 0);
 }
 
+}  // namespace
+
+namespace pg {
+
 Status CheckDependencies(PgConn& c, const std::vector<JobId>& after, model::TeamId team,
                          bool admin) {
   if (after.empty()) return Status::Ok();
@@ -124,7 +128,7 @@ Status CheckDependencies(PgConn& c, const std::vector<JobId>& after, model::Team
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace pg
 
 StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest& req) {
   const model::JobSpec& s = req.spec;
@@ -134,7 +138,7 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
     std::vector<JobId> deps = s.after;
     for (auto id : s.after_any)
       if (std::find(deps.begin(), deps.end(), id) == deps.end()) deps.push_back(id);
-    RETURN_IF_ERROR(CheckDependencies(c, deps, who.team_id, who.role == Role::kAdmin));
+    RETURN_IF_ERROR(pg::CheckDependencies(c, deps, who.team_id, who.role == Role::kAdmin));
     std::vector<PgParam> p = {
         std::to_string(who.team_id),
         std::to_string(who.user_id),

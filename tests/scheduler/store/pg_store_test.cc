@@ -82,6 +82,96 @@ TEST_F(PgStoreTest, SameIdempotencyKeyGivesTheSameJob) {
   EXPECT_NE(d->job.id, a->job.id);
 }
 
+// The batch INSERT spells every column itself: a job stored by SubmitBatch must be the job
+// Submit stores for the same request, field for field.
+TEST_F(PgStoreTest, SubmitBatchStoresWhatSubmitStores) {
+  Principal alice = Researcher("vision", "alice");
+  auto dep = store_->Submit(alice, Req("dep"));
+  ASSERT_TRUE(dep.ok());
+  SubmitRequest r = Req("full");
+  r.spec.project = "p";
+  r.spec.working_dir = "/w";
+  r.spec.gpus = 2;
+  r.spec.gpu_types = {"a100", "h100"};
+  r.spec.min_gpu_mem_gb = 40;
+  r.spec.env = {{"LR", "0.1"}};
+  r.spec.priority = "high";
+  r.spec.deadline = *ParseRfc3339("2030-01-01T00:00:00.250Z");
+  r.spec.estimate = Seconds(3600);
+  r.spec.max_runtime = Seconds(7200);
+  r.spec.tolerance = model::Tolerance::kCheckpointed;
+  r.spec.checkpoint_interval = Seconds(600);
+  r.spec.after = {dep->job.id};
+  r.spec.max_attempts = 5;
+  SubmitRequest any = Req("any");
+  any.spec.after_any = {dep->job.id};
+  any.approval_reason = "over the class's GPU limit";
+  auto single = store_->Submit(alice, r);
+  auto single_any = store_->Submit(alice, any);
+  auto batch = store_->SubmitBatch(alice, {r, any});
+  ASSERT_TRUE(single.ok() && single_any.ok()) << single.status().ToString();
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_LT((*batch)[0].id, (*batch)[1].id);
+  EXPECT_EQ((*batch)[1].state, model::JobState::kHeld);
+  const std::vector<std::pair<model::JobId, model::JobId>> pairs = {{single->job.id, (*batch)[0].id},
+                                                      {single_any->job.id, (*batch)[1].id}};
+  for (const auto& [a, b] : pairs) {
+    auto x = store_->GetJob(a, std::nullopt);
+    auto y = store_->GetJob(b, std::nullopt);
+    ASSERT_TRUE(x.ok() && y.ok());
+    EXPECT_EQ(nlohmann::json(x->job.spec.env), nlohmann::json(y->job.spec.env));
+    EXPECT_EQ(x->job.spec.name, y->job.spec.name);
+    EXPECT_EQ(x->job.spec.project, y->job.spec.project);
+    EXPECT_EQ(x->job.spec.working_dir, y->job.spec.working_dir);
+    EXPECT_EQ(x->job.spec.command, y->job.spec.command);
+    EXPECT_EQ(x->job.spec.gpus, y->job.spec.gpus);
+    EXPECT_EQ(x->job.spec.gpu_types, y->job.spec.gpu_types);
+    EXPECT_EQ(x->job.spec.min_gpu_mem_gb, y->job.spec.min_gpu_mem_gb);
+    EXPECT_EQ(x->job.spec.priority, y->job.spec.priority);
+    EXPECT_EQ(x->job.spec.deadline, y->job.spec.deadline);
+    EXPECT_EQ(x->job.spec.estimate, y->job.spec.estimate);
+    EXPECT_EQ(x->job.spec.max_runtime, y->job.spec.max_runtime);
+    EXPECT_EQ(x->job.spec.tolerance, y->job.spec.tolerance);
+    EXPECT_EQ(x->job.spec.checkpoint_interval, y->job.spec.checkpoint_interval);
+    EXPECT_EQ(x->job.spec.after, y->job.spec.after);
+    EXPECT_EQ(x->job.spec.after_any, y->job.spec.after_any);
+    EXPECT_EQ(x->job.spec.labels, y->job.spec.labels);
+    EXPECT_EQ(x->job.spec.max_attempts, y->job.spec.max_attempts);
+    EXPECT_EQ(x->job.state, y->job.state);
+    EXPECT_EQ(x->job.reason, y->job.reason);
+    ASSERT_EQ(x->events.size(), 1u);
+    ASSERT_EQ(y->events.size(), 1u);
+    EXPECT_EQ(x->events[0].message, y->events[0].message);
+    EXPECT_EQ(x->events[0].to_state, y->events[0].to_state);
+  }
+  // A missing dependency anywhere stores nothing.
+  SubmitRequest bad = Req("bad");
+  bad.spec.after = {999999};
+  auto before = store_->ListJobs({});
+  EXPECT_EQ(store_->SubmitBatch(alice, {Req("fine"), bad}).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->ListJobs({})->jobs.size(), before->jobs.size());
+}
+
+TEST_F(PgStoreTest, SubmitBatchRetriesByKeyAndRefusesAChangedItem) {
+  Principal alice = Researcher("vision", "alice");
+  auto first = store_->SubmitBatch(alice, {Req("a", "k#0"), Req("b", "k#1")});
+  auto again = store_->SubmitBatch(alice, {Req("a", "k#0"), Req("b", "k#1")});
+  ASSERT_TRUE(first.ok() && again.ok()) << again.status().ToString();
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE((*first)[i].created);
+    EXPECT_FALSE((*again)[i].created);
+    EXPECT_EQ((*first)[i].id, (*again)[i].id);
+  }
+  auto changed = store_->SubmitBatch(alice, {Req("a", "k#0"), Req("c", "k#1")});
+  EXPECT_EQ(changed.status().code(), StatusCode::kConflict);
+  EXPECT_NE(changed.status().message().find("jobs[1]"), std::string::npos);
+  auto twice = store_->SubmitBatch(alice, {Req("x", "d"), Req("y", "d")});
+  EXPECT_EQ(twice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ListJobs({})->jobs.size(), 2u);
+}
+
 TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {
   Principal alice = Researcher("vision", "alice");
   Principal bob = Researcher("nlp", "bob");
@@ -215,6 +305,10 @@ TEST(PgConnTest, ConnectsWithUriAndKeyValueForms) {
     EXPECT_EQ(r->Text(0, 0), name) << info;
     EXPECT_EQ(r->Text(0, 1), "frugal") << info;
   }
+  // No JIT on any connection (decision 0025): it compiled for longer than the queries ran.
+  auto conn = PgConn::Connect(db);
+  ASSERT_TRUE(conn.ok());
+  EXPECT_EQ((*conn)->ExecScript("SHOW jit")->Text(0, 0), "off");
   EXPECT_FALSE(PgConn::Connect("postgresql://frugal@/no_such_db?host=" +
                                pg.cluster().socket_dir() + "&port=5432")
                    .ok());

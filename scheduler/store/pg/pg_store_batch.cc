@@ -1,0 +1,178 @@
+// Batch submit (decision 0024): every job of a request in one transaction and one INSERT,
+// however many there are, instead of a transaction and five statements per job.
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <unordered_map>
+
+#include "scheduler/store/pg/pg_store.h"
+
+namespace frugal::store {
+
+using nlohmann::json;
+using model::JobId;
+
+namespace {
+
+std::optional<std::int64_t> OptSeconds(const std::optional<Seconds>& s) {
+  if (!s) return std::nullopt;
+  return s->count();
+}
+
+// A row of the INSERT's source, as jsonb_to_recordset reads it.
+StatusOr<json> Row(const SubmitRequest& req, JobId id) {
+  const model::JobSpec& s = req.spec;
+  ASSIGN_OR_RETURN(int rank, model::PriorityRank(s.priority));
+  std::vector<JobId> deps = s.after;
+  for (auto d : s.after_any)
+    if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  std::optional<std::string> deadline;
+  if (s.deadline) deadline = pg::ToMicrosParam(*s.deadline);
+  return json{{"id", id},
+              {"name", s.name},
+              {"project", s.project},
+              {"command", s.command},
+              {"env", s.env},
+              {"working_dir", s.working_dir},
+              {"gpus", s.gpus},
+              {"gpu_types", s.gpu_types},
+              {"min_gpu_mem_gb", opt(s.min_gpu_mem_gb)},
+              {"priority", s.priority},
+              {"priority_rank", rank},
+              {"deadline_us", opt(deadline)},
+              {"estimate_s", opt(OptSeconds(s.estimate))},
+              {"max_runtime_s", opt(OptSeconds(s.max_runtime))},
+              {"tolerance", model::ToString(s.tolerance)},
+              {"checkpoint_interval_s", opt(OptSeconds(s.checkpoint_interval))},
+              {"depends_on", deps},
+              {"labels", s.labels},
+              {"max_attempts", s.max_attempts},
+              {"idempotency_key", opt(req.idempotency_key)},
+              {"request_sha256", req.idempotency_key ? json(req.request_sha256) : json(nullptr)},
+              {"depends_on_any", s.after_any},
+              {"approval_reason", opt(req.approval_reason)}};
+}
+
+}  // namespace
+
+StatusOr<std::vector<BatchItem>> PgStore::SubmitBatch(const Principal& who,
+                                                      const std::vector<SubmitRequest>& reqs) {
+  if (reqs.empty()) return std::vector<BatchItem>{};
+  std::set<std::string> keys;
+  std::vector<JobId> deps;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& r = reqs[i];
+    if (r.idempotency_key && !keys.insert(*r.idempotency_key).second)
+      return InvalidArgument("jobs[" + std::to_string(i) + "]: idempotency key '" +
+                                 *r.idempotency_key + "' appears twice in the batch",
+                             "idempotency_key");
+    for (auto d : r.spec.after) deps.push_back(d);
+    for (auto d : r.spec.after_any) deps.push_back(d);
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  const std::string team = std::to_string(who.team_id);
+  return InTransaction<std::vector<BatchItem>>(
+      pool_, [&](PgConn& c) -> StatusOr<std::vector<BatchItem>> {
+        RETURN_IF_ERROR(pg::CheckDependencies(c, deps, who.team_id, who.role == Role::kAdmin));
+        // Ids drawn first, so each item knows its id whether or not its row is inserted,
+        // and ids follow the request's order.
+        ASSIGN_OR_RETURN(auto ids, c.Exec("batch_ids",
+                                          "SELECT nextval(pg_get_serial_sequence('jobs', 'id'))"
+                                          " FROM generate_series(1, $1::int)",
+                                          {std::to_string(reqs.size())}));
+        json rows = json::array();
+        std::vector<BatchItem> items(reqs.size());
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          items[i].id = ids.Int(static_cast<int>(i), 0);
+          items[i].state = reqs[i].approval_reason ? model::JobState::kHeld
+                                                   : model::JobState::kPending;
+          ASSIGN_OR_RETURN(json row, Row(reqs[i], items[i].id));
+          rows.push_back(std::move(row));
+        }
+        ASSIGN_OR_RETURN(
+            auto ins,
+            c.Exec("batch_insert",
+                   "INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
+                   " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
+                   " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
+                   " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
+                   " depends_on_any, state, reason, awaiting_approval) OVERRIDING SYSTEM VALUE"
+                   " SELECT r.id, $1, $2, r.name, r.project,"
+                   " ARRAY(SELECT jsonb_array_elements_text(r.command)), r.env, r.working_dir,"
+                   " r.gpus, ARRAY(SELECT jsonb_array_elements_text(r.gpu_types)),"
+                   " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
+                   " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
+                   " r.tolerance, r.checkpoint_interval_s,"
+                   " ARRAY(SELECT jsonb_array_elements_text(r.depends_on)::bigint), r.labels,"
+                   " r.max_attempts, r.idempotency_key, r.request_sha256,"
+                   " ARRAY(SELECT jsonb_array_elements_text(r.depends_on_any)::bigint),"
+                   " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
+                   " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL"
+                   " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
+                   " project text, command jsonb, env jsonb, working_dir text, gpus int,"
+                   " gpu_types jsonb, min_gpu_mem_gb int, priority text, priority_rank int,"
+                   " deadline_us bigint, estimate_s bigint, max_runtime_s bigint,"
+                   " tolerance text, checkpoint_interval_s bigint, depends_on jsonb,"
+                   " labels jsonb, max_attempts int, idempotency_key text,"
+                   " request_sha256 text, depends_on_any jsonb, approval_reason text)"
+                   " ORDER BY r.id"
+                   " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
+                   " DO NOTHING RETURNING id",
+                   {team, std::to_string(who.user_id), rows.dump()}));
+        std::set<JobId> inserted;
+        for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
+        json created = json::array(), replayed = json::array();
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          items[i].created = inserted.count(items[i].id) > 0;
+          if (items[i].created) {
+            created.push_back(items[i].id);
+          } else if (reqs[i].idempotency_key) {
+            replayed.push_back(*reqs[i].idempotency_key);
+          } else {
+            return Internal("batch row " + std::to_string(i) + " was neither stored nor a retry");
+          }
+        }
+        if (!created.empty()) {
+          RETURN_IF_ERROR(c.Exec("batch_events",
+                                 "INSERT INTO job_events (job_id, kind, to_state, message)"
+                                 " SELECT id, 'submitted', state, 'submitted by ' || $2 ||"
+                                 " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END"
+                                 " FROM jobs WHERE id IN (SELECT jsonb_array_elements_text("
+                                 "$1::jsonb)::bigint) ORDER BY id",
+                                 {created.dump(), who.user})
+                              .status());
+        }
+        if (replayed.empty()) return items;
+        // Retries: the job each key stored before, if it was stored for the same request.
+        ASSIGN_OR_RETURN(auto prev, c.Exec("batch_replayed",
+                                           "SELECT idempotency_key, id, request_sha256, state"
+                                           " FROM jobs WHERE team_id = $1 AND idempotency_key IN"
+                                           " (SELECT jsonb_array_elements_text($2::jsonb))",
+                                           {team, replayed.dump()}));
+        struct Prev {
+          JobId id;
+          std::string sha;
+          std::string state;
+        };
+        std::unordered_map<std::string, Prev> by_key;
+        for (int i = 0; i < prev.rows(); ++i)
+          by_key[prev.Text(i, 0)] = {prev.Int(i, 1), prev.Text(i, 2), prev.Text(i, 3)};
+        for (std::size_t i = 0; i < reqs.size(); ++i) {
+          if (items[i].created) continue;
+          auto it = by_key.find(*reqs[i].idempotency_key);
+          if (it == by_key.end()) return Internal("idempotency key conflict without a row");
+          if (it->second.sha != reqs[i].request_sha256)
+            return Conflict("jobs[" + std::to_string(i) + "]: idempotency key '" +
+                            *reqs[i].idempotency_key + "' was already used by job " +
+                            std::to_string(it->second.id) +
+                            " with a different request; use a new key");
+          items[i].id = it->second.id;
+          ASSIGN_OR_RETURN(items[i].state, model::ParseJobState(it->second.state));
+        }
+        return items;
+      });
+}
+
+}  // namespace frugal::store
