@@ -233,6 +233,8 @@ json EncodeJob(const model::Job& j) {
       {"updated_at", FormatRfc3339(j.updated_at)},
       {"started_at", opt_time(j.started_at)},
       {"finished_at", opt_time(j.finished_at)},
+      {"array_id", j.array_id ? json(*j.array_id) : json(nullptr)},
+      {"array_index", j.array_index ? json(*j.array_index) : json(nullptr)},
   };
 }
 

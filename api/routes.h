@@ -98,6 +98,12 @@ Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const
 std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 
 void RegisterJobRoutes(Router& server, Context& ctx);
+// routes_arrays.cc: job arrays (POST /v1/arrays, GET and cancel /v1/arrays/{id}).
+void RegisterArrayRoutes(Router& server, Context& ctx);
+// Takes `after_arrays` (array ids) out of a submit body: every task of those arrays, for
+// the job's `after`. FailedPrecondition naming an array the caller cannot see.
+StatusOr<std::vector<model::JobId>> AfterArrays(Context& ctx, json& body,
+                                                const store::Principal& who);
 void RegisterAdminRoutes(Router& server, Context& ctx);
 // routes_audit.cc (called by RegisterAdminRoutes): tokens list/revoke, audit, apply.
 void RegisterAdminAuditRoutes(Router& server, Context& ctx);

@@ -39,7 +39,8 @@ bool IsStorableText(const std::string& s) {
 }
 
 StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
-  RETURN_IF_ERROR(CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor"}));
+  RETURN_IF_ERROR(
+      CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor", "array"}));
   const Query query = ParseQuery(req);
   for (auto it = query.begin(); it != query.end(); it = query.upper_bound(it->first)) {
     if (query.count(it->first) > 1) {
@@ -79,6 +80,11 @@ StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store:
       return InvalidArgument("limit must be an integer between 1 and 500", "limit");
     }
     f.limit = std::stoi(v);
+  }
+  if (has("array")) {
+    auto id = ParseId(get("array"), "array");
+    if (!id.ok()) return InvalidArgument("array must be an array id", "array");
+    f.array = *id;
   }
   if (has("cursor")) {
     auto id = ParseJobId(get("cursor"));
@@ -125,9 +131,13 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
     auto& r = reqs[i];
     if (!specs[i].is_object())
       return AtItem(InvalidArgument(std::string("must be a JSON object, got ") + specs[i].type_name()), i);
-    auto spec = DecodeJobSpec(specs[i], now);
+    json item = specs[i];
+    auto array_deps = AfterArrays(ctx, item, who);
+    if (!array_deps.ok()) return AtItem(array_deps.status(), i);
+    auto spec = DecodeJobSpec(item, now);
     if (!spec.ok()) return AtItem(spec.status(), i);
     r.spec = *std::move(spec);
+    r.spec.after.insert(r.spec.after.end(), array_deps->begin(), array_deps->end());
     if (Status st = ApplySubmitGuardrails(guardrails, r); !st.ok()) return AtItem(st, i);
     if (key) {
       r.idempotency_key = *key + "#" + std::to_string(i);
@@ -196,8 +206,13 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              dry_run = v == "true";
            }
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           // Canonical form (keys sorted by nlohmann's object map), before after_arrays
+           // is taken out: a retry is the same request only if that is the same too.
+           const std::string canonical = body.dump();
+           ASSIGN_OR_RETURN(auto array_deps, AfterArrays(ctx, body, *who));
            store::SubmitRequest sr;
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
+           sr.spec.after.insert(sr.spec.after.end(), array_deps.begin(), array_deps.end());
            RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, sr));  // class max_runtime, approval
            if (dry_run) {
              // The plan without the job: where it would go, what it would cost, by when.
@@ -220,8 +235,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              }
              sr.idempotency_key = key;
            }
-           // Canonical form: keys sorted by nlohmann's object map.
-           sr.request_sha256 = Sha256Hex(body.dump());
+           sr.request_sha256 = Sha256Hex(canonical);
            // The expected cost and the budget left as the submitter faces them: read before
            // the job is stored, so the engine cannot have placed (and charged) it yet.
            json outlook = json::object();

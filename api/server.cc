@@ -362,6 +362,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
   for (const char* source : {"api", "metrics", "engine"}) metrics::DatabaseErrors().Inc({source}, 0);
   Router& r = impl_->router;
   RegisterJobRoutes(r, impl_->ctx);
+  RegisterArrayRoutes(r, impl_->ctx);
   RegisterAdminRoutes(r, impl_->ctx);
   RegisterWorkerRoutes(r, impl_->ctx);
   RegisterPlacementRoutes(r, impl_->ctx);

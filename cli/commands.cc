@@ -224,6 +224,7 @@ Status RunSubmitFile(Session& s, const SubmitOptions& o) {
 
 Status RunSubmit(Session& s, const SubmitOptions& o) {
   if (!o.file.empty()) return RunSubmitFile(s, o);
+  if (!o.array.empty() && !o.dry_run) return RunSubmitArray(s, o);
   if (o.command.empty())
     return InvalidArgument("submit needs the job's command after --, or --file FILE");
   ASSIGN_OR_RETURN(json body, BuildSubmitBody(o, s.now));
@@ -252,6 +253,7 @@ Status RunStatus(Session& s, std::int64_t id) {
 std::vector<std::pair<std::string, std::string>> ListParams(const ListOptions& o,
                                                             const std::string& cursor) {
   std::vector<std::pair<std::string, std::string>> params;
+  if (o.array) params.emplace_back("array", std::to_string(*o.array));
   if (!o.state.empty()) params.emplace_back("state", o.state);
   if (!o.team.empty()) params.emplace_back("team", o.team);
   if (!o.user.empty()) params.emplace_back("user", o.user);
@@ -418,6 +420,7 @@ StatusOr<json> BuildSubmitBody(const SubmitOptions& o, Timestamp now) {
   if (!o.name.empty()) body["name"] = o.name;
   if (!o.project.empty()) body["project"] = o.project;
   if (o.max_attempts) body["max_attempts"] = *o.max_attempts;
+  if (!o.after_arrays.empty()) body["after_arrays"] = o.after_arrays;
   return body;
 }
 
@@ -542,12 +545,26 @@ void Commands::AddSubmit(CLI::App& app) {
   auto* dry_run = sub->add_flag(
       "--dry-run", o.dry_run,
       "Show where the job would run, its expected cost and finish; submit nothing");
+  auto* array = sub->add_option("--array", o.array,
+                                "A job array: FIRST-LAST[:STEP][%MAX_RUNNING] or N; each task "
+                                "gets FRUGAL_ARRAY_ID and FRUGAL_ARRAY_INDEX")
+                    ->check(StatusValidator(
+                        [](const std::string& s) { return ParseArraySpec(s).status(); },
+                        "SPEC"));
+  sub->add_option("--after-array", o.after_arrays,
+                  "Run after every task of job array ARRAY ended well (repeatable)")
+      ->allow_extra_args(false)
+      ->check(PositiveIntegerCheck(18, "ARRAY"));
+  sub->add_option("--after-array-index", o.after_array_index,
+                  "With --array: task i runs after task i of job array ARRAY succeeded")
+      ->check(PositiveIntegerCheck(18, "ARRAY"))
+      ->needs(array);
   auto* command = sub->add_option("COMMAND", o.command, "The program and its arguments (after --)");
   // Each line of the file is a whole job spec, so no flag that shapes one job goes with it.
   auto* file = sub->add_option("--file", o.file,
                                "Submit every job of a JSONL file (one POST /v1/jobs spec per "
                                "line), 10,000 per request, each request all or nothing");
-  file->excludes(command)->excludes(dry_run);
+  file->excludes(command)->excludes(dry_run)->excludes(array);
   // One of the two, or it is a usage error (exit 2) before anything is sent.
   sub->parse_complete_callback([&o] {
     if (o.command.empty() && o.file.empty())
@@ -555,24 +572,37 @@ void Commands::AddSubmit(CLI::App& app) {
   });
   for (CLI::Option* opt : sub->get_options()) {
     const std::string name = opt->get_name();
-    if (opt != file && opt != command && opt != dry_run && name != "--idempotency-key" &&
+    if (opt != file && opt != command && opt != dry_run && opt != array &&
+        name != "--idempotency-key" &&
         name != "--help" && name != "-h,--help")
       file->excludes(opt);
   }
   sub->footer(
       "Example:\n  frugal submit --gpus 4 --gpu-type a100 --estimate 2h --deadline +12h "
-      "-- python train.py --lr 3e-4\n  frugal submit --file sweep.jsonl --idempotency-key sweep-7");
+      "-- python train.py --lr 3e-4\n  frugal submit --file sweep.jsonl --idempotency-key sweep-7"
+      "\n  frugal submit --array 0-99%8 -- python eval.py  # 100 tasks, 8 at a time");
   OnParsed(*sub, [this](Session& s) { return RunSubmit(s, submit_); });
 }
 
 void Commands::AddStatus(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand("status", "Show a job: fields, attempts, checkpoint, events");
-  sub->add_option("JOB", job_id_, "Job id")->required()->check(PositiveIntegerCheck(18, "ID"));
-  OnParsed(*sub, [this](Session& s) { return RunStatus(s, job_id_); });
+  CLI::App* sub = app.add_subcommand(
+      "status", "Show a job: fields, attempts, checkpoint, events; or a job array by state");
+  auto* job = sub->add_option("JOB", job_id_, "Job id")->check(PositiveIntegerCheck(18, "ID"));
+  sub->add_option("--array", status_array_, "A job array: its tasks by state and its cost")
+      ->check(PositiveIntegerCheck(18, "ARRAY"))
+      ->excludes(job);
+  sub->parse_complete_callback([this] {
+    if (job_id_ == 0 && !status_array_) throw CLI::RequiredError("status: JOB or --array ARRAY");
+  });
+  OnParsed(*sub, [this](Session& s) {
+    return status_array_ ? RunArrayStatus(s, *status_array_) : RunStatus(s, job_id_);
+  });
 }
 
 void Commands::AddList(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("list", "List jobs, newest first");
+  sub->add_option("--array", list_.array, "Only the tasks of this job array")
+      ->check(PositiveIntegerCheck(18, "ARRAY"));
   sub->add_option("--state", list_.state, "Only jobs in this state")
       ->check(StatusValidator([](const std::string& s) { return model::ParseJobState(s).status(); },
                               "STATE"));
@@ -592,15 +622,21 @@ void Commands::AddCancel(CLI::App& app) {
                                 "Every unfinished job with this label k=v (e.g. a sweep)")
                     ->check(KeyValueCheck());
   ids->excludes(label);
+  sub->add_option("--array", cancel_.array, "Every unfinished task of this job array")
+      ->check(PositiveIntegerCheck(18, "ARRAY"))
+      ->excludes(ids)
+      ->excludes(label);
   sub->footer("Examples:\n  frugal cancel 41\n  frugal cancel 41 42 43\n"
               "  frugal cancel --label exp=sweep");
   // Runs inside parsing, so naming nothing is a usage error (exit 2) like any other.
   sub->parse_complete_callback([this] {
-    if (cancel_.ids.empty() && cancel_.label.empty()) {
-      throw CLI::RequiredError("cancel: name the jobs: JOB... or --label k=v");
+    if (cancel_.ids.empty() && cancel_.label.empty() && !cancel_.array) {
+      throw CLI::RequiredError("cancel: name the jobs: JOB..., --label k=v or --array ARRAY");
     }
   });
-  OnParsed(*sub, [this](Session& s) { return RunCancel(s, cancel_); });
+  OnParsed(*sub, [this](Session& s) {
+    return cancel_.array ? RunArrayCancel(s, *cancel_.array) : RunCancel(s, cancel_);
+  });
 }
 
 void Commands::AddWhoami(CLI::App& app) {

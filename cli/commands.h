@@ -64,9 +64,21 @@ struct SubmitOptions {
   std::vector<std::string> command;
   bool dry_run = false;  // print the quote; submit nothing
   std::string file;      // JSONL of job specs: submitted in batches (POST /v1/jobs:batch)
+  std::string array;     // FIRST-LAST[:STEP][%MAX] or N: a job array (POST /v1/arrays)
+  std::vector<std::int64_t> after_arrays;     // wait for every task of these arrays
+  std::optional<std::int64_t> after_array_index;  // task i waits for task i of this array
+};
+
+// `--array` of submit: indices first..last by step, and how many may run at once.
+struct ArraySpec {
+  int first = 0;
+  int last = 0;
+  int step = 1;
+  std::optional<int> max_running;
 };
 
 struct ListOptions {
+  std::optional<std::int64_t> array;  // the tasks of this job array
   std::string state;
   std::string team;
   std::string user;
@@ -76,6 +88,7 @@ struct ListOptions {
 };
 
 struct CancelOptions {
+  std::optional<std::int64_t> array;  // every unfinished task of this job array
   std::vector<std::int64_t> ids;
   std::string label;  // "k=v": every unfinished job with it
 };
@@ -121,6 +134,13 @@ struct TokenOptions {
 // server's defaults apply to the rest. `now` anchors a "+DURATION" deadline. Errors are
 // InvalidArgument naming the flag (the validators normally catch them first).
 StatusOr<nlohmann::json> BuildSubmitBody(const SubmitOptions& options, Timestamp now);
+// Job arrays (cli/array_commands.cc): parsing `--array`, submitting one, and the whole
+// array's status, cancel and cost.
+StatusOr<ArraySpec> ParseArraySpec(const std::string& text);
+Status RunSubmitArray(Session& s, const SubmitOptions& o);
+Status RunArrayStatus(Session& s, std::int64_t id);
+Status RunArrayCancel(Session& s, std::int64_t id);
+Status RunArrayCost(Session& s, std::int64_t id);
 // `frugal submit --dry-run`: the quote for `body` (cli/placement_commands.cc).
 Status RunDryRun(Session& s, const nlohmann::json& body);
 
@@ -172,6 +192,7 @@ class Commands {
   SubmitOptions submit_;
   ListOptions list_;
   std::int64_t job_id_ = 0;  // status
+  std::optional<std::int64_t> status_array_;  // status --array
   CancelOptions cancel_;
   std::int64_t why_job_ = 0;
   std::string node_name_;  // admin node drain|undrain|remove
@@ -199,6 +220,7 @@ class Commands {
   struct CostOptions {
     std::string by = "team";
     std::string from, to;  // RFC 3339 or -DURATION (ago)
+    std::optional<std::int64_t> array;  // one job array's cost instead of a report
   } cost_;
   AdminOptions admin_;       // admin apply, get, audit, token revoke
   std::string team_name_;    // admin team create

@@ -119,7 +119,11 @@ void Commands::AddCost(CLI::App& app) {
       ->capture_default_str();
   cost->add_option("--from", cost_.from, "Start: RFC 3339 time or -DURATION (e.g. -7d)");
   cost->add_option("--to", cost_.to, "End: RFC 3339 time or -DURATION (default now)");
-  OnParsed(*cost, [this](Session& s) { return RunCost(s, cost_.by, cost_.from, cost_.to); });
+  cost->add_option("--array", cost_.array, "What one job array (a sweep) cost, all tasks together")
+      ->check(CLI::PositiveNumber);
+  OnParsed(*cost, [this](Session& s) {
+    return cost_.array ? RunArrayCost(s, *cost_.array) : RunCost(s, cost_.by, cost_.from, cost_.to);
+  });
   AlsoPrints(*cost, {"csv"});
 }
 

@@ -67,6 +67,9 @@ struct Job {
   Timestamp updated_at{};
   std::optional<Timestamp> started_at;
   std::optional<Timestamp> finished_at;
+  // A task of a job array (decision 0026): the array and this task's index in it.
+  std::optional<std::int64_t> array_id;
+  std::optional<int> array_index;
 };
 
 }  // namespace frugal::model

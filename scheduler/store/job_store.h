@@ -65,6 +65,45 @@ struct BatchItem {
   model::JobState state = model::JobState::kPending;
 };
 
+constexpr int kMaxArrayTasks = 10000;
+
+// A job array (decision 0026): one spec, run once per index of first..last by step. Each
+// task is a job whose env adds FRUGAL_ARRAY_ID and FRUGAL_ARRAY_INDEX.
+struct ArrayRequest {
+  SubmitRequest task;  // the spec every task shares; its key and hash are the array's
+  int first = 0;
+  int last = 0;
+  int step = 1;
+  std::optional<int> max_running;  // at most this many tasks running at once
+  // Task i also waits for the task with index i of this array, where it has one.
+  std::optional<std::int64_t> after_array_index;
+};
+
+// An array as `frugal status --array` shows it: its tasks counted by state, and what the
+// sweep has cost so far.
+struct ArraySummary {
+  std::int64_t id = 0;
+  std::string team;
+  std::string user;
+  std::string name;
+  int first = 0;
+  int last = 0;
+  int step = 1;
+  int task_count = 0;
+  std::optional<int> max_running;
+  Timestamp created_at{};
+  std::map<std::string, int> states;  // job state -> tasks in it
+  model::JobId first_job = 0;
+  model::JobId last_job = 0;
+  Micros cost = 0;
+  Micros lost = 0;  // of `cost`, the work lost to interruptions
+};
+
+struct ArrayResult {
+  ArraySummary array;
+  bool created = false;  // false: an earlier submit with the same key
+};
+
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<model::TeamId> visible_team;  // researchers see their own team only
@@ -72,6 +111,7 @@ struct JobFilter {
   std::optional<std::string> user;
   std::optional<std::pair<std::string, std::string>> label;
   std::optional<model::JobId> before;  // cursor: ids below this one
+  std::optional<std::int64_t> array;   // the tasks of this job array only
   int limit = 50;
 };
 
@@ -233,6 +273,19 @@ class JobStore {
   // come back with created=false; with another request, Conflict naming the item.
   virtual StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
                                                        const std::vector<SubmitRequest>& reqs) = 0;
+  // Stores the array and all its tasks in one transaction (decision 0026). A repeated key
+  // with the same request returns the earlier array (created=false); with another, Conflict.
+  virtual StatusOr<ArrayResult> SubmitArray(const Principal& who, const ArrayRequest& req) = 0;
+  // NotFound unless the array exists and `visible_team` (when set) owns it.
+  virtual StatusOr<ArraySummary> GetArray(std::int64_t id,
+                                          std::optional<model::TeamId> visible_team) = 0;
+  // Cancels every task that has not ended, as CancelJob does one; returns how many.
+  virtual StatusOr<int> CancelArray(std::int64_t id, std::optional<model::TeamId> visible_team,
+                                    const std::string& actor) = 0;
+  // Every task of `arrays`, for a dependency on whole arrays (`after_arrays`). NotFound
+  // naming an array that does not exist or that `visible_team` cannot see.
+  virtual StatusOr<std::vector<model::JobId>> ArrayTasks(
+      const std::vector<std::int64_t>& arrays, std::optional<model::TeamId> visible_team) = 0;
 
   virtual StatusOr<JobPage> ListJobs(const JobFilter& filter) = 0;
 

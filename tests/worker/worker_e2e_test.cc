@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -226,6 +227,57 @@ TEST_F(WorkerE2eTest, AlwaysFailingJobEndsFailedAfterExactlyMaxAttempts) {
     EXPECT_EQ(a["end_reason"], "failed");
     EXPECT_EQ(a["exit_code"], 3);
   }
+  ExpectInvariants();
+}
+
+// Job arrays (decision 0026) on a real worker: a 4-GPU node could run all four tasks at
+// once, `max_running` 2 lets at most two run, and each process sees its own index.
+TEST_F(WorkerE2eTest, ArrayRunsAtMostMaxRunningTasksEachWithItsIndex) {
+  StartScheduler();
+  WorkerOptions o;
+  o.url = sched_->url();
+  o.token = worker_token_;
+  o.pool = "spot";
+  o.node = "node-arr";
+  o.gpus = 4;
+  o.dir = dir_.path() + "/node-arr";
+  o.checkpoint_root = dir_.path() + "/checkpoints";
+  WorkerProcess w(o);
+  const std::string out = PidDir();
+  // Each task counts the tasks alive when it starts (its own marker included).
+  const std::string script =
+      "touch \"$OUT/alive-$FRUGAL_ARRAY_INDEX\"; ls \"$OUT\" | grep -c '^alive-' > "
+      "\"$OUT/seen-$FRUGAL_ARRAY_INDEX\"; echo \"$FRUGAL_ARRAY_ID $FRUGAL_ARRAY_INDEX\" > "
+      "\"$OUT/index-$FRUGAL_ARRAY_INDEX\"; sleep 2; rm \"$OUT/alive-$FRUGAL_ARRAY_INDEX\"";
+  json body = {{"job", {{"command", {"bash", "-c", script}}, {"env", {{"OUT", out}}}}},
+               {"first", 0},
+               {"last", 3},
+               {"max_running", 2}};
+  auto r = sched_->Call("POST", "/v1/arrays", user_token_, body.dump());
+  ASSERT_EQ(r.status, 201) << r.raw;
+  const std::string id = r.body["id"].dump();
+  for (auto j = r.body["first_job"].get<std::int64_t>(); j <= r.body["last_job"].get<std::int64_t>();
+       ++j)
+    acknowledged_.push_back(j);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto a = sched_->Call("GET", "/v1/arrays/" + id, user_token_);
+        return a.body["states"] == json({{"succeeded", 4}});
+      },
+      std::chrono::seconds(90)))
+      << sched_->Call("GET", "/v1/arrays/" + id, user_token_).raw;
+  int most = 0;
+  for (int i = 0; i < 4; ++i) {
+    std::ifstream seen(out + "/seen-" + std::to_string(i)), index(out + "/index-" + std::to_string(i));
+    int n = 0;
+    std::string array, idx;
+    ASSERT_TRUE(seen >> n) << "task " << i << " did not run";
+    ASSERT_TRUE(index >> array >> idx);
+    EXPECT_EQ(array, id);
+    EXPECT_EQ(idx, std::to_string(i));
+    most = std::max(most, n);
+  }
+  EXPECT_LE(most, 2) << "more tasks ran at once than max_running";
   ExpectInvariants();
 }
 

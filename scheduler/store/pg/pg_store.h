@@ -45,6 +45,13 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) override;
   StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
                                                const std::vector<SubmitRequest>& reqs) override;
+  StatusOr<ArrayResult> SubmitArray(const Principal& who, const ArrayRequest& req) override;
+  StatusOr<ArraySummary> GetArray(std::int64_t id,
+                                  std::optional<model::TeamId> visible_team) override;
+  StatusOr<int> CancelArray(std::int64_t id, std::optional<model::TeamId> visible_team,
+                            const std::string& actor) override;
+  StatusOr<std::vector<model::JobId>> ArrayTasks(
+      const std::vector<std::int64_t>& arrays, std::optional<model::TeamId> visible_team) override;
   StatusOr<JobPage> ListJobs(const JobFilter& filter) override;
   StatusOr<JobDetail> GetJob(model::JobId id, std::optional<model::TeamId> visible_team) override;
   StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
@@ -193,17 +200,35 @@ StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
 StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
-constexpr int kJobColumnCount = 31;
+constexpr int kJobColumnCount = 33;
 // FailedPrecondition naming the jobs of `after` that do not exist or that `team` cannot
 // see (admins see every team's).
 Status CheckDependencies(PgConn& c, const std::vector<model::JobId>& after, model::TeamId team,
                          bool admin);
+// Inserts `reqs` as jobs in the caller's transaction, ids drawn in order (decision 0024);
+// with `array_id`, task i of the array has index `indices[i]`.
+StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
+                                            const std::vector<SubmitRequest>& reqs,
+                                            std::optional<std::int64_t> array_id = std::nullopt,
+                                            const std::vector<int>& indices = {});
 // Parses a job whose kJobColumns start at column `first`.
 model::Job ParseJob(const PgResult& r, int row, int first = 0);
 // Every pool, with what the store learned (reclaim rate, mean outage, and for spot pools
 // the fitted availability chain and where the pool stands now). `cache`: where parsed
 // fitted models are kept between calls; null parses each one.
 StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache = nullptr);
+// An attempt's cost and lost work (attempts a joined with its pool p), shared by the
+// timeline, the jobs list's summaries and the array summary so the two can never disagree. Running (and not
+// yet billed) attempts are priced up to now, as the cost report does.
+#define FRUGAL_ATTEMPT_COST                                                                  \
+  "CASE WHEN a.billed THEN coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l"       \
+  "   WHERE l.attempt_id = a.id AND l.kind = 'usage'), 0)"                                    \
+  " ELSE frugal_cost_micros(a.gpus, p.price_micros_per_gpu_hour, a.started_at, a.started_at," \
+  "   greatest(a.started_at, coalesce(a.ended_at, now()))) END"
+#define FRUGAL_ATTEMPT_LOST                                                          \
+  "coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id" \
+  "   AND l.kind = 'lost_work'), 0)"
+
 // SQL expression: the end of node `n`'s life as availability sees it (decision 0023): its
 // reclaim notice, else now while its lease is live, else its last heartbeat.
 #define FRUGAL_LIFE_END(n)                                                            \

@@ -20,7 +20,8 @@ std::optional<std::int64_t> OptSeconds(const std::optional<Seconds>& s) {
 }
 
 // A row of the INSERT's source, as jsonb_to_recordset reads it.
-StatusOr<json> Row(const SubmitRequest& req, JobId id) {
+StatusOr<json> Row(const SubmitRequest& req, JobId id, std::optional<std::int64_t> array_id,
+                   std::optional<int> array_index) {
   const model::JobSpec& s = req.spec;
   ASSIGN_OR_RETURN(int rank, model::PriorityRank(s.priority));
   std::vector<JobId> deps = s.after;
@@ -51,10 +52,122 @@ StatusOr<json> Row(const SubmitRequest& req, JobId id) {
               {"idempotency_key", opt(req.idempotency_key)},
               {"request_sha256", req.idempotency_key ? json(req.request_sha256) : json(nullptr)},
               {"depends_on_any", s.after_any},
-              {"approval_reason", opt(req.approval_reason)}};
+              {"approval_reason", opt(req.approval_reason)},
+              {"array_id", opt(array_id)},
+              {"array_index", opt(array_index)}};
 }
 
 }  // namespace
+
+namespace pg {
+
+StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
+                                            const std::vector<SubmitRequest>& reqs,
+                                            std::optional<std::int64_t> array_id,
+                                            const std::vector<int>& indices) {
+  const std::string team = std::to_string(who.team_id);
+  // Ids drawn first, so each item knows its id whether or not its row is inserted, and ids
+  // follow the request's order.
+  ASSIGN_OR_RETURN(auto ids, c.Exec("batch_ids",
+                                    "SELECT nextval(pg_get_serial_sequence('jobs', 'id'))"
+                                    " FROM generate_series(1, $1::int)",
+                                    {std::to_string(reqs.size())}));
+  json rows = json::array();
+  std::vector<BatchItem> items(reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    items[i].id = ids.Int(static_cast<int>(i), 0);
+    items[i].state = reqs[i].approval_reason ? model::JobState::kHeld : model::JobState::kPending;
+    std::optional<int> index;
+    if (array_id) index = indices.at(i);
+    ASSIGN_OR_RETURN(json row, Row(reqs[i], items[i].id, array_id, index));
+    rows.push_back(std::move(row));
+  }
+  ASSIGN_OR_RETURN(
+      auto ins,
+      c.Exec("batch_insert",
+             "INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
+             " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
+             " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
+             " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
+             " depends_on_any, state, reason, awaiting_approval, array_id, array_index)"
+             " OVERRIDING SYSTEM VALUE"
+             " SELECT r.id, $1, $2, r.name, r.project,"
+             " ARRAY(SELECT jsonb_array_elements_text(r.command)), r.env, r.working_dir,"
+             " r.gpus, ARRAY(SELECT jsonb_array_elements_text(r.gpu_types)),"
+             " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
+             " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
+             " r.tolerance, r.checkpoint_interval_s,"
+             " ARRAY(SELECT jsonb_array_elements_text(r.depends_on)::bigint), r.labels,"
+             " r.max_attempts, r.idempotency_key, r.request_sha256,"
+             " ARRAY(SELECT jsonb_array_elements_text(r.depends_on_any)::bigint),"
+             " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
+             " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL,"
+             " r.array_id, r.array_index"
+             " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
+             " project text, command jsonb, env jsonb, working_dir text, gpus int,"
+             " gpu_types jsonb, min_gpu_mem_gb int, priority text, priority_rank int,"
+             " deadline_us bigint, estimate_s bigint, max_runtime_s bigint,"
+             " tolerance text, checkpoint_interval_s bigint, depends_on jsonb,"
+             " labels jsonb, max_attempts int, idempotency_key text,"
+             " request_sha256 text, depends_on_any jsonb, approval_reason text,"
+             " array_id bigint, array_index int)"
+             " ORDER BY r.id"
+             " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
+             " DO NOTHING RETURNING id",
+             {team, std::to_string(who.user_id), rows.dump()}));
+  std::set<JobId> inserted;
+  for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
+  json created = json::array(), replayed = json::array();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    items[i].created = inserted.count(items[i].id) > 0;
+    if (items[i].created) {
+      created.push_back(items[i].id);
+    } else if (reqs[i].idempotency_key) {
+      replayed.push_back(*reqs[i].idempotency_key);
+    } else {
+      return Internal("batch row " + std::to_string(i) + " was neither stored nor a retry");
+    }
+  }
+  if (!created.empty()) {
+    RETURN_IF_ERROR(c.Exec("batch_events",
+                           "INSERT INTO job_events (job_id, kind, to_state, message)"
+                           " SELECT id, 'submitted', state, 'submitted by ' || $2 ||"
+                           " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END"
+                           " FROM jobs WHERE id IN (SELECT jsonb_array_elements_text("
+                           "$1::jsonb)::bigint) ORDER BY id",
+                           {created.dump(), who.user})
+                        .status());
+  }
+  if (replayed.empty()) return items;
+  // Retries: the job each key stored before, if it was stored for the same request.
+  ASSIGN_OR_RETURN(auto prev, c.Exec("batch_replayed",
+                                     "SELECT idempotency_key, id, request_sha256, state"
+                                     " FROM jobs WHERE team_id = $1 AND idempotency_key IN"
+                                     " (SELECT jsonb_array_elements_text($2::jsonb))",
+                                     {team, replayed.dump()}));
+  struct Prev {
+    JobId id;
+    std::string sha;
+    std::string state;
+  };
+  std::unordered_map<std::string, Prev> by_key;
+  for (int i = 0; i < prev.rows(); ++i)
+    by_key[prev.Text(i, 0)] = {prev.Int(i, 1), prev.Text(i, 2), prev.Text(i, 3)};
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (items[i].created) continue;
+    auto it = by_key.find(*reqs[i].idempotency_key);
+    if (it == by_key.end()) return Internal("idempotency key conflict without a row");
+    if (it->second.sha != reqs[i].request_sha256)
+      return Conflict("jobs[" + std::to_string(i) + "]: idempotency key '" +
+                      *reqs[i].idempotency_key + "' was already used by job " +
+                      std::to_string(it->second.id) + " with a different request; use a new key");
+    items[i].id = it->second.id;
+    ASSIGN_OR_RETURN(items[i].state, model::ParseJobState(it->second.state));
+  }
+  return items;
+}
+
+}  // namespace pg
 
 StatusOr<std::vector<BatchItem>> PgStore::SubmitBatch(const Principal& who,
                                                       const std::vector<SubmitRequest>& reqs) {
@@ -72,106 +185,10 @@ StatusOr<std::vector<BatchItem>> PgStore::SubmitBatch(const Principal& who,
   }
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  const std::string team = std::to_string(who.team_id);
   return InTransaction<std::vector<BatchItem>>(
       pool_, [&](PgConn& c) -> StatusOr<std::vector<BatchItem>> {
         RETURN_IF_ERROR(pg::CheckDependencies(c, deps, who.team_id, who.role == Role::kAdmin));
-        // Ids drawn first, so each item knows its id whether or not its row is inserted,
-        // and ids follow the request's order.
-        ASSIGN_OR_RETURN(auto ids, c.Exec("batch_ids",
-                                          "SELECT nextval(pg_get_serial_sequence('jobs', 'id'))"
-                                          " FROM generate_series(1, $1::int)",
-                                          {std::to_string(reqs.size())}));
-        json rows = json::array();
-        std::vector<BatchItem> items(reqs.size());
-        for (std::size_t i = 0; i < reqs.size(); ++i) {
-          items[i].id = ids.Int(static_cast<int>(i), 0);
-          items[i].state = reqs[i].approval_reason ? model::JobState::kHeld
-                                                   : model::JobState::kPending;
-          ASSIGN_OR_RETURN(json row, Row(reqs[i], items[i].id));
-          rows.push_back(std::move(row));
-        }
-        ASSIGN_OR_RETURN(
-            auto ins,
-            c.Exec("batch_insert",
-                   "INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
-                   " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
-                   " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
-                   " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
-                   " depends_on_any, state, reason, awaiting_approval) OVERRIDING SYSTEM VALUE"
-                   " SELECT r.id, $1, $2, r.name, r.project,"
-                   " ARRAY(SELECT jsonb_array_elements_text(r.command)), r.env, r.working_dir,"
-                   " r.gpus, ARRAY(SELECT jsonb_array_elements_text(r.gpu_types)),"
-                   " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
-                   " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
-                   " r.tolerance, r.checkpoint_interval_s,"
-                   " ARRAY(SELECT jsonb_array_elements_text(r.depends_on)::bigint), r.labels,"
-                   " r.max_attempts, r.idempotency_key, r.request_sha256,"
-                   " ARRAY(SELECT jsonb_array_elements_text(r.depends_on_any)::bigint),"
-                   " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
-                   " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL"
-                   " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
-                   " project text, command jsonb, env jsonb, working_dir text, gpus int,"
-                   " gpu_types jsonb, min_gpu_mem_gb int, priority text, priority_rank int,"
-                   " deadline_us bigint, estimate_s bigint, max_runtime_s bigint,"
-                   " tolerance text, checkpoint_interval_s bigint, depends_on jsonb,"
-                   " labels jsonb, max_attempts int, idempotency_key text,"
-                   " request_sha256 text, depends_on_any jsonb, approval_reason text)"
-                   " ORDER BY r.id"
-                   " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
-                   " DO NOTHING RETURNING id",
-                   {team, std::to_string(who.user_id), rows.dump()}));
-        std::set<JobId> inserted;
-        for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
-        json created = json::array(), replayed = json::array();
-        for (std::size_t i = 0; i < reqs.size(); ++i) {
-          items[i].created = inserted.count(items[i].id) > 0;
-          if (items[i].created) {
-            created.push_back(items[i].id);
-          } else if (reqs[i].idempotency_key) {
-            replayed.push_back(*reqs[i].idempotency_key);
-          } else {
-            return Internal("batch row " + std::to_string(i) + " was neither stored nor a retry");
-          }
-        }
-        if (!created.empty()) {
-          RETURN_IF_ERROR(c.Exec("batch_events",
-                                 "INSERT INTO job_events (job_id, kind, to_state, message)"
-                                 " SELECT id, 'submitted', state, 'submitted by ' || $2 ||"
-                                 " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END"
-                                 " FROM jobs WHERE id IN (SELECT jsonb_array_elements_text("
-                                 "$1::jsonb)::bigint) ORDER BY id",
-                                 {created.dump(), who.user})
-                              .status());
-        }
-        if (replayed.empty()) return items;
-        // Retries: the job each key stored before, if it was stored for the same request.
-        ASSIGN_OR_RETURN(auto prev, c.Exec("batch_replayed",
-                                           "SELECT idempotency_key, id, request_sha256, state"
-                                           " FROM jobs WHERE team_id = $1 AND idempotency_key IN"
-                                           " (SELECT jsonb_array_elements_text($2::jsonb))",
-                                           {team, replayed.dump()}));
-        struct Prev {
-          JobId id;
-          std::string sha;
-          std::string state;
-        };
-        std::unordered_map<std::string, Prev> by_key;
-        for (int i = 0; i < prev.rows(); ++i)
-          by_key[prev.Text(i, 0)] = {prev.Int(i, 1), prev.Text(i, 2), prev.Text(i, 3)};
-        for (std::size_t i = 0; i < reqs.size(); ++i) {
-          if (items[i].created) continue;
-          auto it = by_key.find(*reqs[i].idempotency_key);
-          if (it == by_key.end()) return Internal("idempotency key conflict without a row");
-          if (it->second.sha != reqs[i].request_sha256)
-            return Conflict("jobs[" + std::to_string(i) + "]: idempotency key '" +
-                            *reqs[i].idempotency_key + "' was already used by job " +
-                            std::to_string(it->second.id) +
-                            " with a different request; use a new key");
-          items[i].id = it->second.id;
-          ASSIGN_OR_RETURN(items[i].state, model::ParseJobState(it->second.state));
-        }
-        return items;
+        return pg::InsertJobs(c, who, reqs);
       });
 }
 

@@ -26,18 +26,6 @@ constexpr const char* kInterruptions =
     " AND ($1::bigint IS NULL OR j.team_id = $1::bigint)"
     " ORDER BY a.ended_at DESC, a.id DESC LIMIT $2::int";
 
-// An attempt's cost and lost work (attempts a joined with its pool p), shared by the
-// timeline and the jobs list's summaries so the two can never disagree. Running (and not
-// yet billed) attempts are priced up to now, as the cost report does.
-#define FRUGAL_ATTEMPT_COST                                                                  \
-  "CASE WHEN a.billed THEN coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l"       \
-  "   WHERE l.attempt_id = a.id AND l.kind = 'usage'), 0)"                                    \
-  " ELSE frugal_cost_micros(a.gpus, p.price_micros_per_gpu_hour, a.started_at, a.started_at," \
-  "   greatest(a.started_at, coalesce(a.ended_at, now()))) END"
-#define FRUGAL_ATTEMPT_LOST                                                          \
-  "coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id" \
-  "   AND l.kind = 'lost_work'), 0)"
-
 // $1 job id.
 constexpr const char* kTimelineAttempts =
     "SELECT a.id, a.number, p.name, p.capacity_kind, n.name, a.gpus, " FRUGAL_US("a.started_at")

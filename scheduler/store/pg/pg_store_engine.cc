@@ -29,7 +29,15 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
     ASSIGN_OR_RETURN(
         auto p,
         c.Exec("snapshot_pending",
-               "SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
+               "WITH throttled AS (SELECT a.id, a.max_running - (SELECT count(*) FROM jobs r"
+               "   WHERE r.array_id = a.id AND r.state = 'running') AS room FROM job_arrays a"
+               "   WHERE a.max_running IS NOT NULL AND EXISTS (SELECT 1 FROM jobs p"
+               "   WHERE p.array_id = a.id AND p.state = 'pending')),"
+               " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
+               "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
+               "   AND (p.not_before IS NULL OR p.not_before <= now())"
+               "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t)"
+               " SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
                " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
                FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s,"
                " (SELECT c.progress FROM checkpoints c WHERE c.job_id = j.id"
@@ -41,6 +49,10 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                "   AND d.state IN ('failed', 'cancelled', 'timed_out'))"
                " FROM jobs j WHERE j.state = 'pending'"
                " AND (j.not_before IS NULL OR j.not_before <= now())"
+               // A throttled array's tasks beyond its room (max_running less those running)
+               // are left out, so they take none of the snapshot's places (decision 0026).
+               " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
+               "   OR j.id IN (SELECT id FROM allowed))"
                " ORDER BY j.priority_rank, j.id LIMIT $1",
                {std::to_string(max_pending)}));
     for (int i = 0; i < p.rows(); ++i) {

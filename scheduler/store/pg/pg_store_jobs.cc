@@ -20,7 +20,8 @@ const char* const kJobColumns =
     " j.checkpoint_interval_s, to_json(j.depends_on)::text, j.labels::text, j.max_attempts,"
     " j.state, j.reason, j.cancel_requested_at IS NOT NULL, j.attempt_count, "
     FRUGAL_US("j.created_at") ", " FRUGAL_US("j.updated_at") ", " FRUGAL_US("j.started_at")
-    ", " FRUGAL_US("j.finished_at") ", to_json(j.depends_on_any)::text";
+    ", " FRUGAL_US("j.finished_at") ", to_json(j.depends_on_any)::text, j.array_id,"
+    " j.array_index";
 
 Timestamp FromMicros(std::int64_t us) { return Timestamp(std::chrono::microseconds(us)); }
 
@@ -73,6 +74,8 @@ Job ParseJob(const PgResult& r, int i, int first) {
   j.finished_at = OptTime(r, i, c++);
   // depends_on holds both kinds; `after` is the must-succeed ones.
   j.spec.after_any = json::parse(r.Text(i, c++)).get<std::vector<JobId>>();
+  j.array_id = r.OptInt(i, c++);
+  if (auto v = r.OptInt(i, c++)) j.array_index = static_cast<int>(*v);
   std::erase_if(j.spec.after, [&](JobId id) {
     return std::find(j.spec.after_any.begin(), j.spec.after_any.end(), id) !=
            j.spec.after_any.end();
@@ -229,11 +232,13 @@ StatusOr<JobPage> PgStore::ListJobs(const JobFilter& f) {
                    " AND ($4::text IS NULL OR u.name = $4)"
                    " AND ($5::jsonb IS NULL OR j.labels @> $5::jsonb)"
                    " AND ($6::bigint IS NULL OR j.id < $6)"
+                   " AND ($8::bigint IS NULL OR j.array_id = $8)"
                    " ORDER BY j.id DESC LIMIT $7",
                {f.state ? PgParam(model::ToString(*f.state)) : std::nullopt,
                 VisibleParam(f.visible_team), f.team, f.user, label,
                 f.before ? PgParam(std::to_string(*f.before)) : std::nullopt,
-                std::to_string(f.limit + 1)}));
+                std::to_string(f.limit + 1),
+                f.array ? PgParam(std::to_string(*f.array)) : std::nullopt}));
     JobPage page;
     for (int i = 0; i < r.rows() && i < f.limit; ++i) page.jobs.push_back(pg::ParseJob(r, i));
     if (r.rows() > f.limit && !page.jobs.empty()) page.next_cursor = page.jobs.back().id;

@@ -172,6 +172,111 @@ TEST_F(PgStoreTest, SubmitBatchRetriesByKeyAndRefusesAChangedItem) {
   EXPECT_EQ(store_->ListJobs({})->jobs.size(), 2u);
 }
 
+TEST_F(PgStoreTest, ArrayTasksAreJobsWithTheirIndexAndEnv) {
+  Principal alice = Researcher("vision", "alice");
+  ArrayRequest a;
+  a.task = Req("sweep", "arr-key");
+  a.first = 10;
+  a.last = 20;
+  a.step = 5;
+  auto r = store_->SubmitArray(alice, a);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->created);
+  EXPECT_EQ(r->array.task_count, 3);
+  EXPECT_EQ(r->array.states.at("pending"), 3);
+  JobFilter f;
+  f.array = r->array.id;
+  auto tasks = store_->ListJobs(f);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->jobs.size(), 3u);
+  std::vector<int> indices;
+  for (const auto& j : tasks->jobs) {
+    EXPECT_EQ(j.array_id, r->array.id);
+    indices.push_back(*j.array_index);
+    EXPECT_EQ(j.spec.env.at("FRUGAL_ARRAY_INDEX"), std::to_string(*j.array_index));
+    EXPECT_EQ(j.spec.env.at("FRUGAL_ARRAY_ID"), std::to_string(r->array.id));
+  }
+  EXPECT_EQ(indices, (std::vector<int>{20, 15, 10}));  // newest first
+  // The same key and request: the same array, nothing new; another request: 409.
+  auto again = store_->SubmitArray(alice, a);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(again->array.id, r->array.id);
+  a.task.request_sha256 = "other";
+  EXPECT_EQ(store_->SubmitArray(alice, a).status().code(), StatusCode::kConflict);
+  // Stage two waits on the same index of stage one.
+  ArrayRequest b;
+  b.task = Req("stage2");
+  b.first = 15;
+  b.last = 25;
+  b.step = 5;
+  b.after_array_index = r->array.id;
+  auto r2 = store_->SubmitArray(alice, b);
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  f.array = r2->array.id;
+  auto stage2 = store_->ListJobs(f);
+  ASSERT_TRUE(stage2.ok());
+  ASSERT_EQ(stage2->jobs.size(), 3u);
+  for (const auto& j : stage2->jobs) {
+    if (*j.array_index == 25) {
+      EXPECT_TRUE(j.spec.after.empty()) << "stage one has no task 25";
+    } else {
+      ASSERT_EQ(j.spec.after.size(), 1u);
+      auto dep = store_->GetJob(j.spec.after[0], std::nullopt);
+      ASSERT_TRUE(dep.ok()) << j.spec.after[0] << ": " << dep.status().ToString();
+      EXPECT_EQ(dep->job.array_index, j.array_index);
+    }
+  }
+  // Another team sees neither the array nor its tasks.
+  Principal bob = Researcher("nlp", "bob");
+  EXPECT_EQ(store_->GetArray(r->array.id, bob.team_id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->CancelArray(r->array.id, bob.team_id, "bob").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store_->ArrayTasks({r->array.id}, bob.team_id).status().code(), StatusCode::kNotFound);
+  // Cancel ends every task that has not, and says how many.
+  auto n = store_->CancelArray(r->array.id, alice.team_id, "alice");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 3);
+  auto after = store_->GetArray(r->array.id, alice.team_id);
+  EXPECT_EQ(after->states.at("cancelled"), 3);
+  EXPECT_EQ(*store_->CancelArray(r->array.id, alice.team_id, "alice"), 0);
+}
+
+// `%N`: the snapshot holds at most N minus the running tasks of the array, lowest index
+// first, so throttled tasks take none of its places.
+TEST_F(PgStoreTest, SnapshotHoldsOnlyAThrottledArraysRoom) {
+  Principal alice = Researcher("vision", "alice");
+  ArrayRequest a;
+  a.task = Req("throttled");
+  a.first = 0;
+  a.last = 4;
+  a.max_running = 2;
+  auto r = store_->SubmitArray(alice, a);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto plain = store_->Submit(alice, Req("plain"));
+  ASSERT_TRUE(plain.ok());
+  auto pending_ids = [&] {
+    std::vector<model::JobId> ids;
+    auto snap = store_->LoadSnapshot(100);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    for (const auto& p : snap->pending) ids.push_back(p.id);
+    return ids;
+  };
+  const model::JobId first = r->array.first_job;
+  EXPECT_EQ(pending_ids(), (std::vector<model::JobId>{first, first + 1, plain->job.id}));
+  auto t = store_->GetJob(first + 2, std::nullopt);
+  EXPECT_NE(t->job.reason.find("runs at most 2 task(s) at once"), std::string::npos) << t->job.reason;
+  // One task running leaves room for one more.
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'running' WHERE id = " +
+                                  std::to_string(first)).ok());
+  EXPECT_EQ(pending_ids(), (std::vector<model::JobId>{first + 1, plain->job.id}));
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'running' WHERE id = " +
+                                  std::to_string(first + 1)).ok());
+  EXPECT_EQ(pending_ids(), (std::vector<model::JobId>{plain->job.id}));
+}
+
 TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {
   Principal alice = Researcher("vision", "alice");
   Principal bob = Researcher("nlp", "bob");

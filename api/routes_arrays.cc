@@ -1,0 +1,170 @@
+// Job arrays (decision 0026): POST /v1/arrays submits one spec as many tasks; GET shows the
+// array by state with the sweep's cost; cancel ends every task. The tasks themselves are
+// jobs, listed with GET /v1/jobs?array=ID.
+#include <spdlog/spdlog.h>
+
+#include "api/routes.h"
+#include "common/crypto.h"
+#include "common/money.h"
+
+namespace frugal::api {
+
+namespace {
+
+// The most job ids that `after_arrays` may expand to, over all of a request's jobs.
+constexpr std::int64_t kMaxArrayDependencyIds = 100000;
+
+json EncodeArray(const store::ArraySummary& a) {
+  return {{"id", a.id},
+          {"name", a.name},
+          {"team", a.team},
+          {"user", a.user},
+          {"first", a.first},
+          {"last", a.last},
+          {"step", a.step},
+          {"task_count", a.task_count},
+          {"max_running", a.max_running ? json(*a.max_running) : json(nullptr)},
+          {"created_at", FormatRfc3339(a.created_at)},
+          {"states", a.states},
+          {"first_job", a.first_job},
+          {"last_job", a.last_job},
+          {"cost", FormatDollars(a.cost, true)},
+          {"cost_micros", a.cost},
+          {"wasted", FormatDollars(a.lost, true)},
+          {"wasted_micros", a.lost}};
+}
+
+// A list of array ids (`after_arrays`), each a positive integer.
+StatusOr<std::vector<std::int64_t>> ArrayIds(const json& body, const char* field) {
+  std::vector<std::int64_t> out;
+  if (!body.contains(field) || body[field].is_null()) return out;
+  const json& v = body[field];
+  if (!v.is_array() || v.size() > 100)
+    return InvalidArgument(std::string(field) + " must be a list of at most 100 array ids", field);
+  for (const auto& id : v) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 1)
+      return InvalidArgument(std::string(field) + " must hold positive integer array ids", field);
+    out.push_back(id.get<std::int64_t>());
+  }
+  return out;
+}
+
+StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const store::Principal& who) {
+  RETURN_IF_ERROR(CheckQueryParams(req, {}));
+  ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+  RETURN_IF_ERROR(CheckFields(body, {"job", "first", "last", "step", "max_running",
+                                     "after_arrays", "after_array_index"}));
+  if (!body.contains("job") || !body["job"].is_object())
+    return InvalidArgument("'job' must be the spec every task runs, as POST /v1/jobs takes", "job");
+  store::ArrayRequest ar;
+  ASSIGN_OR_RETURN(auto first, RequiredInt(body, "first", 0, 1000000));
+  ASSIGN_OR_RETURN(auto last, RequiredInt(body, "last", 0, 1000000));
+  ar.first = static_cast<int>(first);
+  ar.last = static_cast<int>(last);
+  if (ar.last < ar.first) return InvalidArgument("last must be at least first", "last");
+  if (body.contains("step")) {
+    ASSIGN_OR_RETURN(auto step, RequiredInt(body, "step", 1, 1000000));
+    ar.step = static_cast<int>(step);
+  }
+  if (body.contains("max_running") && !body["max_running"].is_null()) {
+    ASSIGN_OR_RETURN(auto m, RequiredInt(body, "max_running", 1, store::kMaxArrayTasks));
+    ar.max_running = static_cast<int>(m);
+  }
+  if (body.contains("after_array_index") && !body["after_array_index"].is_null()) {
+    ASSIGN_OR_RETURN(auto a, RequiredInt(body, "after_array_index", 1, INT64_MAX));
+    ar.after_array_index = a;
+  }
+  const std::int64_t count = (ar.last - ar.first) / ar.step + 1;
+  if (count > store::kMaxArrayTasks)
+    return InvalidArgument("an array has at most " + std::to_string(store::kMaxArrayTasks) +
+                               " tasks; first..last by step gives " + std::to_string(count),
+                           "last");
+  auto spec = DecodeJobSpec(body["job"], ctx.clock.Now());
+  if (!spec.ok())
+    return Status(spec.status().code(), "job: " + spec.status().message(),
+                  spec.status().field().empty() ? "job" : "job." + spec.status().field());
+  ar.task.spec = *std::move(spec);
+  RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, ar.task));
+  ASSIGN_OR_RETURN(auto after_arrays, ArrayIds(body, "after_arrays"));
+  if (!after_arrays.empty()) {
+    auto tasks = ctx.store.ArrayTasks(after_arrays, VisibleTeam(who));
+    if (!tasks.ok()) return FailedPrecondition(tasks.status().message(), "after_arrays");
+    // Each task stores every dependency: bound the product (decision 0026).
+    if (static_cast<std::int64_t>(tasks->size()) * count > kMaxArrayDependencyIds)
+      return InvalidArgument(
+          "after_arrays: " + std::to_string(count) + " tasks each waiting for " +
+              std::to_string(tasks->size()) + " tasks is over " +
+              std::to_string(kMaxArrayDependencyIds) +
+              " stored dependencies; wait with after_array_index, or through one job that "
+              "waits for the arrays",
+          "after_arrays");
+    ar.task.spec.after.insert(ar.task.spec.after.end(), tasks->begin(), tasks->end());
+  }
+  ASSIGN_OR_RETURN(const policy::Quote quote, CheckPlaceable(ctx, ar.task.spec));
+  if (req.has_header("Idempotency-Key")) {
+    const std::string key = req.get_header_value("Idempotency-Key");
+    if (key.empty() || key.size() > 255)
+      return InvalidArgument("Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+    ar.task.idempotency_key = key;
+  }
+  ar.task.request_sha256 = Sha256Hex(body.dump());
+  ASSIGN_OR_RETURN(auto result, ctx.store.SubmitArray(who, ar));
+  json out = EncodeArray(result.array);
+  if (quote.recommended) {
+    for (const auto& p : quote.pools)
+      if (p.pool_id == *quote.recommended) {
+        out["expected_pool"] = p.pool;
+        out["expected_cost"] = FormatDollars(p.expected_cost * result.array.task_count, true);
+      }
+  }
+  if (result.created) {
+    spdlog::info(R"("event":"array_submitted","array_id":{},"team":"{}","tasks":{})",
+                 result.array.id, result.array.team, result.array.task_count);
+    ctx.engine.Kick();
+  }
+  return Reply{result.created ? 201 : 200, out};
+}
+
+}  // namespace
+
+StatusOr<std::vector<model::JobId>> AfterArrays(Context& ctx, json& body,
+                                                const store::Principal& who) {
+  ASSIGN_OR_RETURN(auto arrays, ArrayIds(body, "after_arrays"));
+  body.erase("after_arrays");
+  if (arrays.empty()) return std::vector<model::JobId>{};
+  auto tasks = ctx.store.ArrayTasks(arrays, VisibleTeam(who));
+  if (!tasks.ok()) return FailedPrecondition(tasks.status().message(), "after_arrays");
+  if (static_cast<std::int64_t>(tasks->size()) > kMaxArrayDependencyIds)
+    return InvalidArgument("after_arrays: " + std::to_string(tasks->size()) + " tasks is over " +
+                               std::to_string(kMaxArrayDependencyIds),
+                           "after_arrays");
+  return tasks;
+}
+
+void RegisterArrayRoutes(Router& s, Context& ctx) {
+  s.Post("/v1/arrays", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                         auto& who) -> StatusOr<Reply> {
+           return SubmitArray(ctx, req, *who);
+         }));
+  s.Get(R"(/v1/arrays/([^/]+))", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
+                                                                   auto& who) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {}));
+          ASSIGN_OR_RETURN(auto id, ParseId(req.matches[1], "id"));
+          ASSIGN_OR_RETURN(auto a, ctx.store.GetArray(id, VisibleTeam(*who)));
+          return Reply{200, EncodeArray(a)};
+        }));
+  s.Post(R"(/v1/arrays/([^/]+)/cancel)",
+         Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req, auto& who)
+                                        -> StatusOr<Reply> {
+           RETURN_IF_ERROR(CheckQueryParams(req, {}));
+           ASSIGN_OR_RETURN(auto id, ParseId(req.matches[1], "id"));
+           ASSIGN_OR_RETURN(int n, ctx.store.CancelArray(id, VisibleTeam(*who), who->user));
+           if (n > 0) ctx.engine.Kick();  // running tasks are stopped by the next cycle
+           ASSIGN_OR_RETURN(auto a, ctx.store.GetArray(id, VisibleTeam(*who)));
+           json out = EncodeArray(a);
+           out["cancelled"] = n;
+           return Reply{200, out};
+         }));
+}
+
+}  // namespace frugal::api
