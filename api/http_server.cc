@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -28,6 +29,10 @@ thread_local bool t_over_capacity = false;
 // Set on a connection's thread once a request's headers announce a body over its path's
 // limit; the pre-routing handler then answers 413 without reading it.
 thread_local bool t_body_over_limit = false;
+// The answer to give instead of routing a request its headers already rule out (413 over
+// the path's limit, 411 chunked, 503 too many large bodies at once); 0: route it.
+thread_local int t_refuse = 0;
+thread_local std::string t_refuse_why;
 
 // httplib's TaskQueue, one detached thread per connection, at most `cap` at once. A fixed
 // pool would let a handful of idle sockets hold every thread; deadlines bound how long
@@ -254,8 +259,15 @@ HttpServer::HttpServer(EdgeLimits limits) : limits_(limits) {
   set_socket_options(ListenSocketOptions);
   set_keep_alive_max_count(limits_.keep_alive_max_requests);
   set_pre_routing_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!t_body_over_limit) return HandlerResponse::Unhandled;
-    res.status = 413;  // the error handler words it
+    if (t_refuse == 0) return HandlerResponse::Unhandled;
+    res.status = t_refuse;
+    if (!t_refuse_why.empty()) {
+      const char* code = t_refuse == 411 ? "invalid_argument" : "unavailable";
+      res.set_content(std::string(R"({"error":{"code":")") + code + R"(","message":")" +
+                          t_refuse_why + R"(","field":null}})",
+                      "application/json");
+    }  // else 413: the error handler words it, naming the path's limit
+    res.set_header("Connection", "close");
     return HandlerResponse::Handled;
   });
 }
@@ -325,6 +337,9 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
                                  : SteadyClock::now() + limits_.header_deadline);
     bool closed = false;
     t_body_over_limit = false;
+    t_refuse = 0;
+    t_refuse_why.clear();
+    bool large = false;  // holds one of the large-body places until the request is done
     const bool last = served + 1 == limits_.keep_alive_max_requests;
     // httplib calls this once the headers are in, before it reads the body.
     ok = process_request(strm, last, closed, [&](httplib::Request& req) {
@@ -335,12 +350,38 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
         req.headers.emplace("Content-Length", "0");
       }
-      const std::string length = req.get_header_value("Content-Length");
-      if (body_limit_ && !length.empty() && length.size() <= 18 &&
-          length.find_first_not_of("0123456789") == std::string::npos) {
-        t_body_over_limit = std::stoull(length) > body_limit_(req.path);
+      if (!body_limit_) return;
+      // Chunked bodies are not taken: httplib reads them without its size limit.
+      if (req.has_header("Transfer-Encoding")) {
+        t_refuse = 411;
+        t_refuse_why = "send the body with Content-Length, not Transfer-Encoding";
+        t_body_over_limit = true;  // its body is never read: end the connection
+        return;
+      }
+      std::string length = req.get_header_value("Content-Length");
+      length.erase(0, std::min(length.find_first_not_of('0'), length.size()));
+      if (length.find_first_not_of("0123456789") != std::string::npos) return;  // httplib: 400
+      const std::size_t limit = body_limit_(req.path);
+      // More digits than a size_t holds is over any limit.
+      const std::size_t bytes = length.size() > 18 ? SIZE_MAX : length.empty() ? 0 : std::stoull(length);
+      if (bytes > limit) {
+        t_refuse = 413;
+        t_body_over_limit = true;
+      } else if (bytes > limits_.small_body_bytes) {
+        // A body over the small size is read before its token is checked: bound how many
+        // are held at once, so memory stays limits_.max_large_bodies times the largest.
+        if (large_in_flight_.fetch_add(1) >= limits_.max_large_bodies) {
+          large_in_flight_.fetch_sub(1);
+          t_refuse = 503;
+          t_refuse_why = "too many large requests at once; retry shortly";
+          t_body_over_limit = true;
+          return;
+        }
+        large = true;
+        strm.SetDeadline(SteadyClock::now() + limits_.large_body_deadline);
       }
     });
+    if (large) large_in_flight_.fetch_sub(1);
     if (t_body_over_limit) {
       // The unread body would be taken for the next request, so the connection ends. A
       // client still sending it would get a reset, and most then never read the 413: read

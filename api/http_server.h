@@ -33,8 +33,14 @@ struct EdgeLimits {
   // blank line that ends the headers. Slow clients are cut off after this, whatever their
   // pace. A few seconds: a real client sends its headers in one packet.
   std::chrono::milliseconds header_deadline{5000};
-  // From the end of the headers until the last byte of the body (bodies are <= 1 MiB).
+  // From the end of the headers until the last byte of the body, for bodies up to
+  // small_body_bytes; larger ones (batch submit, up to 16 MiB) get large_body_deadline.
   std::chrono::milliseconds body_deadline{10000};
+  std::chrono::milliseconds large_body_deadline{60000};
+  std::size_t small_body_bytes = 1 << 20;
+  // Requests with a body over small_body_bytes being read or handled at once; more are
+  // answered 503 before their body is read.
+  int max_large_bodies = 4;
   // How long a kept-alive connection may sit idle between requests.
   std::chrono::milliseconds keep_alive_idle{5000};
   // Per send: a client that stops reading its response.
@@ -55,8 +61,9 @@ class HttpServer : public httplib::Server {
 
   // The largest body a request to a path may announce (default: httplib's payload limit
   // for every path). A request whose Content-Length is over it is answered 413 through the
-  // error handler without its body being read, and its connection is closed. Set before
-  // Listen.
+  // error handler without its body being read, and its connection is closed; so is a
+  // chunked body (411), and a large body while max_large_bodies are in flight (503). Set
+  // before Listen.
   void set_body_limit(std::function<std::size_t(const std::string& path)> limit);
 
   // Connections open now (for tests and logs).
@@ -72,6 +79,7 @@ class HttpServer : public httplib::Server {
   const EdgeLimits limits_;
   std::function<std::size_t(const std::string&)> body_limit_;
   std::atomic<int> open_{0};
+  std::atomic<int> large_in_flight_{0};
   std::mutex mu_;
   std::map<std::string, int> per_client_;  // guarded by mu_
 };

@@ -100,10 +100,26 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 void RegisterJobRoutes(Router& server, Context& ctx);
 // routes_arrays.cc: job arrays (POST /v1/arrays, GET and cancel /v1/arrays/{id}).
 void RegisterArrayRoutes(Router& server, Context& ctx);
-// Takes `after_arrays` (array ids) out of a submit body: every task of those arrays, for
-// the job's `after`. FailedPrecondition naming an array the caller cannot see.
-StatusOr<std::vector<model::JobId>> AfterArrays(Context& ctx, json& body,
-                                                const store::Principal& who);
+// `after_arrays` over one request (a submit, a batch or an array): each array's tasks read
+// once, and at most kMaxIds job ids stored for the whole request (decision 0026).
+class ArrayDeps {
+ public:
+  static constexpr std::int64_t kMaxIds = 100000;
+  ArrayDeps(Context& ctx, const store::Principal& who) : ctx_(ctx), who_(who) {}
+  // Takes `after_arrays` out of `body` and adds every task of those arrays to spec.after,
+  // counted `copies` times against the limit (an array's tasks each store them).
+  // FailedPrecondition naming an array the caller cannot see; InvalidArgument past the
+  // limit, or for a task that is also in after_any.
+  Status Take(json& body, model::JobSpec& spec, std::int64_t copies = 1);
+
+ private:
+  Context& ctx_;
+  const store::Principal& who_;
+  std::map<std::int64_t, std::vector<model::JobId>> tasks_;
+  std::int64_t stored_ = 0;
+};
+// Text PostgreSQL can store: UTF-8 without NUL.
+bool IsStorableText(const std::string& s);
 void RegisterAdminRoutes(Router& server, Context& ctx);
 // routes_audit.cc (called by RegisterAdminRoutes): tokens list/revoke, audit, apply.
 void RegisterAdminAuditRoutes(Router& server, Context& ctx);

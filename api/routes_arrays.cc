@@ -11,9 +11,6 @@ namespace frugal::api {
 
 namespace {
 
-// The most job ids that `after_arrays` may expand to, over all of a request's jobs.
-constexpr std::int64_t kMaxArrayDependencyIds = 100000;
-
 json EncodeArray(const store::ArraySummary& a) {
   return {{"id", a.id},
           {"name", a.name},
@@ -52,6 +49,7 @@ StatusOr<std::vector<std::int64_t>> ArrayIds(const json& body, const char* field
 StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const store::Principal& who) {
   RETURN_IF_ERROR(CheckQueryParams(req, {}));
   ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+  const std::string canonical = body.dump();  // before after_arrays is taken out
   RETURN_IF_ERROR(CheckFields(body, {"job", "first", "last", "step", "max_running",
                                      "after_arrays", "after_array_index"}));
   if (!body.contains("job") || !body["job"].is_object())
@@ -85,29 +83,17 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
                   spec.status().field().empty() ? "job" : "job." + spec.status().field());
   ar.task.spec = *std::move(spec);
   RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, ar.task));
-  ASSIGN_OR_RETURN(auto after_arrays, ArrayIds(body, "after_arrays"));
-  if (!after_arrays.empty()) {
-    auto tasks = ctx.store.ArrayTasks(after_arrays, VisibleTeam(who));
-    if (!tasks.ok()) return FailedPrecondition(tasks.status().message(), "after_arrays");
-    // Each task stores every dependency: bound the product (decision 0026).
-    if (static_cast<std::int64_t>(tasks->size()) * count > kMaxArrayDependencyIds)
-      return InvalidArgument(
-          "after_arrays: " + std::to_string(count) + " tasks each waiting for " +
-              std::to_string(tasks->size()) + " tasks is over " +
-              std::to_string(kMaxArrayDependencyIds) +
-              " stored dependencies; wait with after_array_index, or through one job that "
-              "waits for the arrays",
-          "after_arrays");
-    ar.task.spec.after.insert(ar.task.spec.after.end(), tasks->begin(), tasks->end());
-  }
+  ArrayDeps deps(ctx, who);
+  RETURN_IF_ERROR(deps.Take(body, ar.task.spec, count));
   ASSIGN_OR_RETURN(const policy::Quote quote, CheckPlaceable(ctx, ar.task.spec));
   if (req.has_header("Idempotency-Key")) {
     const std::string key = req.get_header_value("Idempotency-Key");
-    if (key.empty() || key.size() > 255)
-      return InvalidArgument("Idempotency-Key must be 1 to 255 characters", "Idempotency-Key");
+    if (key.empty() || key.size() > 255 || !IsStorableText(key))
+      return InvalidArgument("Idempotency-Key must be 1 to 255 characters of UTF-8 text",
+                             "Idempotency-Key");
     ar.task.idempotency_key = key;
   }
-  ar.task.request_sha256 = Sha256Hex(body.dump());
+  ar.task.request_sha256 = Sha256Hex(canonical);
   ASSIGN_OR_RETURN(auto result, ctx.store.SubmitArray(who, ar));
   json out = EncodeArray(result.array);
   if (quote.recommended) {
@@ -127,18 +113,36 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
 
 }  // namespace
 
-StatusOr<std::vector<model::JobId>> AfterArrays(Context& ctx, json& body,
-                                                const store::Principal& who) {
+Status ArrayDeps::Take(json& body, model::JobSpec& spec, std::int64_t copies) {
   ASSIGN_OR_RETURN(auto arrays, ArrayIds(body, "after_arrays"));
   body.erase("after_arrays");
-  if (arrays.empty()) return std::vector<model::JobId>{};
-  auto tasks = ctx.store.ArrayTasks(arrays, VisibleTeam(who));
-  if (!tasks.ok()) return FailedPrecondition(tasks.status().message(), "after_arrays");
-  if (static_cast<std::int64_t>(tasks->size()) > kMaxArrayDependencyIds)
-    return InvalidArgument("after_arrays: " + std::to_string(tasks->size()) + " tasks is over " +
-                               std::to_string(kMaxArrayDependencyIds),
-                           "after_arrays");
-  return tasks;
+  std::sort(arrays.begin(), arrays.end());
+  arrays.erase(std::unique(arrays.begin(), arrays.end()), arrays.end());
+  for (auto id : arrays) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) {
+      auto tasks = ctx_.store.ArrayTasks({id}, VisibleTeam(who_));
+      if (!tasks.ok()) return FailedPrecondition(tasks.status().message(), "after_arrays");
+      it = tasks_.emplace(id, *std::move(tasks)).first;
+    }
+    stored_ += static_cast<std::int64_t>(it->second.size()) * copies;
+    if (stored_ > kMaxIds)
+      return InvalidArgument("after_arrays: this request would store over " +
+                                 std::to_string(kMaxIds) +
+                                 " dependencies (every task of every array, for every job); wait "
+                                 "with after_array_index, or through one job that waits for the "
+                                 "arrays",
+                             "after_arrays");
+    for (auto task : it->second) {
+      if (std::find(spec.after_any.begin(), spec.after_any.end(), task) != spec.after_any.end())
+        return InvalidArgument("after_arrays: job " + std::to_string(task) + " of array " +
+                                   std::to_string(id) + " is also in after_any",
+                               "after_arrays");
+      if (std::find(spec.after.begin(), spec.after.end(), task) == spec.after.end())
+        spec.after.push_back(task);
+    }
+  }
+  return Status::Ok();
 }
 
 void RegisterArrayRoutes(Router& s, Context& ctx) {

@@ -26,18 +26,6 @@ json EncodeJobListItem(const model::Job& job, const store::JobSummary* summary) 
   return out;
 }
 
-// Query strings and headers are raw bytes; PostgreSQL text and jsonb take only UTF-8
-// without NUL. nlohmann's strict encoder is the UTF-8 check the store's JSON would apply.
-bool IsStorableText(const std::string& s) {
-  if (s.find('\0') != std::string::npos) return false;
-  try {
-    (void)json(s).dump();
-  } catch (const json::type_error&) {
-    return false;
-  }
-  return true;
-}
-
 StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
   RETURN_IF_ERROR(
       CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor", "array"}));
@@ -125,6 +113,7 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
   const Timestamp now = ctx.clock.Now();
   ASSIGN_OR_RETURN(auto guardrails, ctx.store.GetGuardrails());
   std::vector<store::SubmitRequest> reqs(specs.size());
+  ArrayDeps array_deps(ctx, who);  // after_arrays: one limit over the whole batch
   std::vector<model::JobSpec> checked;
   checked.reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -132,12 +121,15 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
     if (!specs[i].is_object())
       return AtItem(InvalidArgument(std::string("must be a JSON object, got ") + specs[i].type_name()), i);
     json item = specs[i];
-    auto array_deps = AfterArrays(ctx, item, who);
-    if (!array_deps.ok()) return AtItem(array_deps.status(), i);
+    json after_arrays = json::object();
+    if (item.contains("after_arrays")) {
+      after_arrays["after_arrays"] = item["after_arrays"];
+      item.erase("after_arrays");
+    }
     auto spec = DecodeJobSpec(item, now);
     if (!spec.ok()) return AtItem(spec.status(), i);
     r.spec = *std::move(spec);
-    r.spec.after.insert(r.spec.after.end(), array_deps->begin(), array_deps->end());
+    if (Status st = array_deps.Take(after_arrays, r.spec); !st.ok()) return AtItem(st, i);
     if (Status st = ApplySubmitGuardrails(guardrails, r); !st.ok()) return AtItem(st, i);
     if (key) {
       r.idempotency_key = *key + "#" + std::to_string(i);
@@ -172,6 +164,18 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
 }
 
 }  // namespace
+
+// Query strings and headers are raw bytes; PostgreSQL text and jsonb take only UTF-8
+// without NUL. nlohmann's strict encoder is the UTF-8 check the store's JSON would apply.
+bool IsStorableText(const std::string& s) {
+  if (s.find('\0') != std::string::npos) return false;
+  try {
+    (void)json(s).dump();
+  } catch (const json::type_error&) {
+    return false;
+  }
+  return true;
+}
 
 void RegisterJobRoutes(Router& s, Context& ctx) {
   s.Get("/healthz", Route(ctx, Access::kPublic, [](auto&, auto&) -> StatusOr<Reply> {
@@ -209,10 +213,15 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            // Canonical form (keys sorted by nlohmann's object map), before after_arrays
            // is taken out: a retry is the same request only if that is the same too.
            const std::string canonical = body.dump();
-           ASSIGN_OR_RETURN(auto array_deps, AfterArrays(ctx, body, *who));
+           json after_arrays = json::object();
+           if (body.contains("after_arrays")) {
+             after_arrays["after_arrays"] = body["after_arrays"];
+             body.erase("after_arrays");
+           }
            store::SubmitRequest sr;
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
-           sr.spec.after.insert(sr.spec.after.end(), array_deps.begin(), array_deps.end());
+           ArrayDeps array_deps(ctx, *who);
+           RETURN_IF_ERROR(array_deps.Take(after_arrays, sr.spec));
            RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, sr));  // class max_runtime, approval
            if (dry_run) {
              // The plan without the job: where it would go, what it would cost, by when.

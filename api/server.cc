@@ -341,7 +341,7 @@ ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store:
   // httplib answers 413 itself above this, before reading the body. Read and write
   // deadlines are HttpServer's (EdgeLimits). Only the batch route may send more than
   // kMaxBodyBytes: any other request that announces more is refused before its body is
-  // read (a chunked one is cut at kMaxBatchBodyBytes, then refused by Route).
+  // read, and chunked bodies are refused (HttpServer::set_body_limit).
   s.set_payload_max_length(kMaxBatchBodyBytes);
   s.set_body_limit(MaxBodyBytes);
   s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,

@@ -122,5 +122,35 @@ TEST_F(ArrayE2eTest, TheCliSubmitsFollowsAndCancelsAnArray) {
   EXPECT_EQ(Frugal(t, {"status", "1", "--array", "2"}).exit_code, 2);
 }
 
+// after_arrays in a batch: each item waits for every task, and the limit on stored
+// dependencies holds over the whole batch, not per item.
+TEST_F(ArrayE2eTest, BatchItemsWaitForArraysWithinOneLimit) {
+  const std::string t = sched_->NewToken("arr-batch", "bo");
+  auto a = Post(t, "/v1/arrays", {{"job", kJob}, {"first", 0}, {"last", 999}});
+  ASSERT_EQ(a.status, 201) << a.raw;
+  const auto id = a.body["id"].get<std::int64_t>();
+  const json item = {{"command", {"collect"}}, {"after_arrays", {id, id}}};
+  auto two = Post(t, "/v1/jobs:batch", {{"jobs", {item, item}}});
+  ASSERT_EQ(two.status, 201) << two.raw;
+  auto job = sched_->Call("GET", "/v1/jobs/" + two.body["jobs"][1]["id"].dump(), t);
+  EXPECT_EQ(job.body["after"].size(), 1000u) << "each task once, though the array was named twice";
+  // 101 items of 1,000 tasks each is 101,000 stored ids: refused, naming the item past it.
+  json items = json::array();
+  for (int i = 0; i < 101; ++i) items.push_back(item);
+  auto over = Post(t, "/v1/jobs:batch", {{"jobs", items}});
+  EXPECT_EQ(over.status, 400) << over.raw.substr(0, 400);
+  EXPECT_EQ(over.body["error"]["field"], "jobs[100].after_arrays") << over.raw.substr(0, 400);
+  // A task in both after_arrays and after_any is refused, as for explicit job ids.
+  const auto first = a.body["first_job"].get<std::int64_t>();
+  auto both = Post(t, "/v1/jobs", {{"command", {"x"}}, {"after_arrays", {id}}, {"after_any", {first}}});
+  EXPECT_EQ(both.status, 400) << both.raw.substr(0, 400);
+  EXPECT_EQ(both.body["error"]["field"], "after_arrays");
+  // An array's Idempotency-Key must be text PostgreSQL can hold.
+  auto bad_key = sched_->Call("POST", "/v1/arrays", t,
+                              json{{"job", kJob}, {"first", 0}, {"last", 1}}.dump(),
+                              {{"Idempotency-Key", "k\xff"}});
+  EXPECT_EQ(bad_key.status, 400) << bad_key.raw;
+}
+
 }  // namespace
 }  // namespace frugal::testing

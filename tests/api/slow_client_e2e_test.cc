@@ -231,5 +231,43 @@ TEST(SlowClientE2eTest, APostWithNoBodyAndNoContentLengthIsAnsweredAtOnce) {
   EXPECT_EQ(sched.Call("GET", "/v1/jobs/" + id, token).body["state"], "cancelled");
 }
 
+// Only the batch route takes bodies over 1 MiB, and no request gets around that: a
+// Content-Length padded with zeros is read as its number, and chunked bodies (which httplib
+// reads without its size limit) are refused before any byte of them is read.
+TEST(SlowClientE2eTest, BodyLimitsHoldForPaddedLengthsAndChunkedBodies) {
+  SchedulerProcess sched;
+  const std::string token = sched.NewToken("vision", "alice");
+  auto ask = [&](const std::string& head) {
+    const int fd = Connect(PortOf(sched.url()));
+    EXPECT_GE(fd, 0);
+    EXPECT_TRUE(Send(fd, head));
+    std::string reply = ReadUntil(fd, "}}", std::chrono::seconds(5));
+    close(fd);
+    return reply;
+  };
+  const std::string post = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                           token + "\r\nContent-Type: application/json\r\n";
+  // 2,000,000 bytes, spelled with 20 digits: over the limit all the same.
+  const std::string padded = ask(post + "Content-Length: 00000000000002000000\r\n\r\n{");
+  EXPECT_EQ(padded.rfind("HTTP/1.1 413", 0), 0u) << padded;
+  EXPECT_NE(padded.find("1048576"), std::string::npos) << padded;
+  EXPECT_NE(padded.find("Connection: close"), std::string::npos) << padded;
+  const std::string chunked = ask(post + "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n");
+  EXPECT_EQ(chunked.rfind("HTTP/1.1 411", 0), 0u) << chunked;
+  EXPECT_NE(chunked.find("Content-Length"), std::string::npos) << chunked;
+  const std::string batch_chunked = ask(
+      "POST /v1/jobs:batch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n");
+  EXPECT_EQ(batch_chunked.rfind("HTTP/1.1 411", 0), 0u) << batch_chunked;
+  // The batch route's own limit: 16 MiB and one byte more is refused unread.
+  const std::string huge = ask(
+      "POST /v1/jobs:batch HTTP/1.1\r\nHost: x\r\nContent-Length: 16777217\r\n\r\n{");
+  EXPECT_EQ(huge.rfind("HTTP/1.1 413", 0), 0u) << huge;
+  EXPECT_NE(huge.find("16777216"), std::string::npos) << huge;
+  // Nothing of any of it was stored, and the scheduler answers as before.
+  auto jobs = sched.Call("GET", "/v1/jobs", token);
+  EXPECT_EQ(jobs.status, 200);
+  EXPECT_TRUE(jobs.body["jobs"].empty()) << jobs.raw;
+}
+
 }  // namespace
 }  // namespace frugal::testing

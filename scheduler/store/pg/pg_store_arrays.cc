@@ -169,13 +169,17 @@ StatusOr<int> PgStore::CancelArray(std::int64_t id, std::optional<model::TeamId>
     ASSIGN_OR_RETURN(
         auto r,
         c.Exec("cancel_array",
-               "WITH upd AS (UPDATE jobs j SET cancel_requested_at = now(), updated_at = now(),"
-               " state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,"
-               " finished_at = CASE WHEN j.state = 'running' THEN NULL ELSE now() END,"
-               " reason = CASE WHEN j.state = 'running' THEN 'stopping: cancel requested'"
+               // Rows locked in id order first (the engine locks jobs too), so the state
+               // each event names is the one the row had when it was cancelled.
+               "WITH old AS (SELECT id, state FROM jobs WHERE array_id = $1"
+               " AND state IN ('pending', 'held', 'running') AND cancel_requested_at IS NULL"
+               " ORDER BY id FOR UPDATE),"
+               " upd AS (UPDATE jobs j SET cancel_requested_at = now(), updated_at = now(),"
+               " state = CASE WHEN old.state = 'running' THEN old.state ELSE 'cancelled' END,"
+               " finished_at = CASE WHEN old.state = 'running' THEN NULL ELSE now() END,"
+               " reason = CASE WHEN old.state = 'running' THEN 'stopping: cancel requested'"
                " ELSE 'cancelled by ' || $2 END"
-               " FROM jobs old WHERE old.id = j.id AND j.array_id = $1"
-               " AND j.state IN ('pending', 'held', 'running') AND j.cancel_requested_at IS NULL"
+               " FROM old WHERE old.id = j.id"
                " RETURNING j.id, old.state AS from_state, j.state AS to_state),"
                " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                " SELECT id, CASE WHEN to_state = 'cancelled' THEN 'state_changed'"
@@ -192,11 +196,15 @@ StatusOr<std::vector<JobId>> PgStore::ArrayTasks(const std::vector<std::int64_t>
   return InTransaction<std::vector<JobId>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<JobId>> {
     std::vector<JobId> out;
     for (auto id : arrays) {
-      RETURN_IF_ERROR(LoadArray(c, id, visible_team).status());
+      // NULL: no such array (or another team's); else its tasks.
       ASSIGN_OR_RETURN(auto r, c.Exec("array_tasks",
-                                      "SELECT id FROM jobs WHERE array_id = $1 ORDER BY id",
-                                      {std::to_string(id)}));
-      for (int i = 0; i < r.rows(); ++i) out.push_back(r.Int(i, 0));
+                                      "SELECT (SELECT coalesce(json_agg(j.id ORDER BY j.id),"
+                                      " '[]')::text FROM jobs j WHERE j.array_id = a.id)"
+                                      " FROM job_arrays a WHERE a.id = $1"
+                                      " AND ($2::bigint IS NULL OR a.team_id = $2)",
+                                      {std::to_string(id), VisibleTeam(visible_team)}));
+      if (r.rows() == 0) return NotFound("array " + std::to_string(id) + " not found");
+      for (JobId task : json::parse(r.Text(0, 0))) out.push_back(task);
     }
     return out;
   });
