@@ -26,11 +26,9 @@ constexpr int kListenBacklog = 1024;  // the kernel caps it at net.core.somaxcon
 // Set by ConnectionThreads on the accept thread when the server is full: the connection is
 // refused without a thread of its own.
 thread_local bool t_over_capacity = false;
-// Set on a connection's thread once a request's headers announce a body over its path's
-// limit; the pre-routing handler then answers 413 without reading it.
-thread_local bool t_body_over_limit = false;
-// The answer to give instead of routing a request its headers already rule out (413 over
-// the path's limit, 411 chunked, 503 too many large bodies at once); 0: route it.
+// Set on a connection's thread once a request's headers rule it out: the answer to give
+// without reading its body (413 over the path's limit, 411 chunked, 503 too many large
+// bodies at once), after which the connection ends; 0: route it.
 thread_local int t_refuse = 0;
 thread_local std::string t_refuse_why;
 
@@ -336,7 +334,6 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     strm.SetDeadline(served == 0 ? accepted + limits_.header_deadline
                                  : SteadyClock::now() + limits_.header_deadline);
     bool closed = false;
-    t_body_over_limit = false;
     t_refuse = 0;
     t_refuse_why.clear();
     bool large = false;  // holds one of the large-body places until the request is done
@@ -355,7 +352,6 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       if (req.has_header("Transfer-Encoding")) {
         t_refuse = 411;
         t_refuse_why = "send the body with Content-Length, not Transfer-Encoding";
-        t_body_over_limit = true;  // its body is never read: end the connection
         return;
       }
       std::string length = req.get_header_value("Content-Length");
@@ -366,7 +362,6 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       const std::size_t bytes = length.size() > 18 ? SIZE_MAX : length.empty() ? 0 : std::stoull(length);
       if (bytes > limit) {
         t_refuse = 413;
-        t_body_over_limit = true;
       } else if (bytes > limits_.small_body_bytes) {
         // A body over the small size is read before its token is checked: bound how many
         // are held at once, so memory stays limits_.max_large_bodies times the largest.
@@ -374,7 +369,6 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
           large_in_flight_.fetch_sub(1);
           t_refuse = 503;
           t_refuse_why = "too many large requests at once; retry shortly";
-          t_body_over_limit = true;
           return;
         }
         large = true;
@@ -382,7 +376,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       }
     });
     if (large) large_in_flight_.fetch_sub(1);
-    if (t_body_over_limit) {
+    if (t_refuse != 0) {
       // The unread body would be taken for the next request, so the connection ends. A
       // client still sending it would get a reset, and most then never read the 413: read
       // and drop what it sends for a bounded while first (nginx's lingering close).

@@ -13,12 +13,6 @@ namespace {
 
 std::string ArrayPath(std::int64_t id) { return "/v1/arrays/" + std::to_string(id); }
 
-StatusOr<api::ClientResponse> Checked(StatusOr<api::ClientResponse> response) {
-  if (!response.ok()) return response.status();
-  RETURN_IF_ERROR(api::ResponseStatus(*response));
-  return response;
-}
-
 // "7 tasks: 3 running, 4 pending"
 std::string StatesLine(const json& a) {
   std::string states;

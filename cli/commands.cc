@@ -105,12 +105,16 @@ Status AddSeconds(json& body, const char* field, const std::string& text) {
 
 // ---- Talking to the scheduler.
 
-// The response if the request went through and the server said 2xx, else the error.
+
+}  // namespace
+
 StatusOr<api::ClientResponse> Checked(StatusOr<api::ClientResponse> response) {
   if (!response.ok()) return response.status();
   RETURN_IF_ERROR(api::ResponseStatus(*response));
   return response;
 }
+
+namespace {
 
 std::string JobPath(std::int64_t id) { return "/v1/jobs/" + std::to_string(id); }
 

@@ -134,6 +134,8 @@ struct TokenOptions {
 // server's defaults apply to the rest. `now` anchors a "+DURATION" deadline. Errors are
 // InvalidArgument naming the flag (the validators normally catch them first).
 StatusOr<nlohmann::json> BuildSubmitBody(const SubmitOptions& options, Timestamp now);
+// The response if the request went through and the server said 2xx, else the error.
+StatusOr<api::ClientResponse> Checked(StatusOr<api::ClientResponse> response);
 // Job arrays (cli/array_commands.cc): parsing `--array`, submitting one, and the whole
 // array's status, cancel and cost.
 StatusOr<ArraySpec> ParseArraySpec(const std::string& text);

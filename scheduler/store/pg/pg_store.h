@@ -201,6 +201,8 @@ StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
 constexpr int kJobColumnCount = 33;
+// A team id as a parameter, or NULL for "every team" (admins).
+std::optional<std::string> VisibleParam(std::optional<model::TeamId> team);
 // FailedPrecondition naming the jobs of `after` that do not exist or that `team` cannot
 // see (admins see every team's).
 Status CheckDependencies(PgConn& c, const std::vector<model::JobId>& after, model::TeamId team,

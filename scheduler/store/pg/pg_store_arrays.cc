@@ -13,9 +13,15 @@ using model::JobId;
 
 namespace {
 
-std::optional<std::string> VisibleTeam(std::optional<model::TeamId> team) {
-  if (!team) return std::nullopt;
-  return std::to_string(*team);
+using pg::VisibleParam;
+
+// Whether array `id` exists and `visible_team` (when set) owns it: one index read.
+StatusOr<bool> ArrayVisible(PgConn& c, std::int64_t id, std::optional<model::TeamId> visible_team) {
+  ASSIGN_OR_RETURN(auto r, c.Exec("array_visible",
+                                  "SELECT 1 FROM job_arrays WHERE id = $1 AND"
+                                  " ($2::bigint IS NULL OR team_id = $2)",
+                                  {std::to_string(id), VisibleParam(visible_team)}));
+  return r.rows() > 0;
 }
 
 StatusOr<ArraySummary> LoadArray(PgConn& c, std::int64_t id,
@@ -36,7 +42,7 @@ StatusOr<ArraySummary> LoadArray(PgConn& c, std::int64_t id,
              "   WHERE a.job_id IN (SELECT j.id FROM jobs j WHERE j.array_id = $1))"
              " FROM job_arrays a JOIN teams t ON t.id = a.team_id JOIN users u ON u.id = a.user_id"
              " WHERE a.id = $1 AND ($2::bigint IS NULL OR a.team_id = $2)",
-             {std::to_string(id), VisibleTeam(visible_team)}));
+             {std::to_string(id), VisibleParam(visible_team)}));
   if (r.rows() == 0) return NotFound("array " + std::to_string(id) + " not found");
   ArraySummary s;
   s.id = r.Int(0, 0);
@@ -115,11 +121,8 @@ StatusOr<ArrayResult> PgStore::SubmitArray(const Principal& who, const ArrayRequ
     std::map<int, JobId> paired;
     if (req.after_array_index) {
       const std::string other = std::to_string(*req.after_array_index);
-      ASSIGN_OR_RETURN(auto exists, c.Exec("array_visible",
-                                           "SELECT 1 FROM job_arrays WHERE id = $1 AND"
-                                           " ($2::bigint IS NULL OR team_id = $2)",
-                                           {other, VisibleTeam(visible)}));
-      if (exists.rows() == 0)
+      ASSIGN_OR_RETURN(bool exists, ArrayVisible(c, *req.after_array_index, visible));
+      if (!exists)
         return FailedPrecondition("array " + other + " does not exist", "after_array_index");
       ASSIGN_OR_RETURN(auto tasks, c.Exec("array_task_ids",
                                           "SELECT array_index, id FROM jobs WHERE array_id = $1",
@@ -163,7 +166,8 @@ StatusOr<ArraySummary> PgStore::GetArray(std::int64_t id,
 StatusOr<int> PgStore::CancelArray(std::int64_t id, std::optional<model::TeamId> visible_team,
                                    const std::string& actor) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    RETURN_IF_ERROR(LoadArray(c, id, visible_team).status());
+    ASSIGN_OR_RETURN(bool visible, ArrayVisible(c, id, visible_team));
+    if (!visible) return NotFound("array " + std::to_string(id) + " not found");
     // As CancelJob, for every task that has not ended and was not already asked to stop:
     // waiting tasks end now, running ones are stopped by the engine.
     ASSIGN_OR_RETURN(
@@ -202,7 +206,7 @@ StatusOr<std::vector<JobId>> PgStore::ArrayTasks(const std::vector<std::int64_t>
                                       " '[]')::text FROM jobs j WHERE j.array_id = a.id)"
                                       " FROM job_arrays a WHERE a.id = $1"
                                       " AND ($2::bigint IS NULL OR a.team_id = $2)",
-                                      {std::to_string(id), VisibleTeam(visible_team)}));
+                                      {std::to_string(id), VisibleParam(visible_team)}));
       if (r.rows() == 0) return NotFound("array " + std::to_string(id) + " not found");
       for (JobId task : json::parse(r.Text(0, 0))) out.push_back(task);
     }

@@ -86,6 +86,15 @@ Job ParseJob(const PgResult& r, int i, int first) {
 
 }  // namespace pg
 
+namespace pg {
+
+std::optional<std::string> VisibleParam(std::optional<model::TeamId> team) {
+  if (!team) return std::nullopt;
+  return std::to_string(*team);
+}
+
+}  // namespace pg
+
 namespace {
 
 std::optional<std::string> OptParam(const std::optional<Seconds>& s) {
@@ -93,10 +102,6 @@ std::optional<std::string> OptParam(const std::optional<Seconds>& s) {
   return std::to_string(s->count());
 }
 
-std::optional<std::string> VisibleParam(std::optional<model::TeamId> team) {
-  if (!team) return std::nullopt;
-  return std::to_string(*team);
-}
 
 StatusOr<Job> LoadJob(PgConn& c, JobId id, std::optional<model::TeamId> visible_team) {
   ASSIGN_OR_RETURN(auto r, c.Exec("job_by_id",
@@ -104,7 +109,7 @@ StatusOr<Job> LoadJob(PgConn& c, JobId id, std::optional<model::TeamId> visible_
                                       " FROM jobs j JOIN teams t ON t.id = j.team_id"
                                       " JOIN users u ON u.id = j.user_id"
                                       " WHERE j.id = $1 AND ($2::bigint IS NULL OR j.team_id = $2)",
-                                  {std::to_string(id), VisibleParam(visible_team)}));
+                                  {std::to_string(id), pg::VisibleParam(visible_team)}));
   if (r.rows() == 0) return NotFound("job " + std::to_string(id) + " not found");
   return pg::ParseJob(r, 0);
 }
@@ -123,7 +128,7 @@ Status CheckDependencies(PgConn& c, const std::vector<JobId>& after, model::Team
                                   " unnest($1::bigint[]) AS x(id) WHERE NOT EXISTS (SELECT 1 FROM"
                                   " jobs j WHERE j.id = x.id AND ($2::bigint IS NULL OR"
                                   " j.team_id = $2))",
-                                  {"{" + ids + "}", admin ? std::nullopt : VisibleParam(team)}));
+                                  {"{" + ids + "}", admin ? std::nullopt : pg::VisibleParam(team)}));
   auto missing = json::parse(r.Text(0, 0));
   if (!missing.empty()) {
     return FailedPrecondition("dependency job(s) " + missing.dump() + " do not exist", "after");
@@ -235,7 +240,7 @@ StatusOr<JobPage> PgStore::ListJobs(const JobFilter& f) {
                    " AND ($8::bigint IS NULL OR j.array_id = $8)"
                    " ORDER BY j.id DESC LIMIT $7",
                {f.state ? PgParam(model::ToString(*f.state)) : std::nullopt,
-                VisibleParam(f.visible_team), f.team, f.user, label,
+                pg::VisibleParam(f.visible_team), f.team, f.user, label,
                 f.before ? PgParam(std::to_string(*f.before)) : std::nullopt,
                 std::to_string(f.limit + 1),
                 f.array ? PgParam(std::to_string(*f.array)) : std::nullopt}));
