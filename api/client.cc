@@ -229,6 +229,9 @@ class Client::Impl {
 
   const Status& url_status() const { return url_status_; }
   const std::string& base_url() const { return base_url_; }
+  void Abort() {
+    for (auto& e : endpoints_) e.http->stop();
+  }
   void set_token(std::string token) { token_ = std::move(token); }
 
   StatusOr<ClientResponse> Get(const std::string& path) {
@@ -339,6 +342,7 @@ Client& Client::operator=(Client&&) noexcept = default;
 const Status& Client::url_status() const { return impl_->url_status(); }
 void Client::set_token(std::string token) { impl_->set_token(std::move(token)); }
 const std::string& Client::base_url() const { return impl_->base_url(); }
+void Client::Abort() { impl_->Abort(); }
 
 StatusOr<ClientResponse> Client::Get(const std::string& path_with_query) {
   return impl_->Get(path_with_query);

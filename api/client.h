@@ -66,6 +66,10 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
+  // Ends the request another thread has in flight now (it returns Unavailable), e.g. a
+  // long poll at shutdown. Thread-safe; later requests are not affected.
+  void Abort();
+
   // Ok, or why `base_url` cannot be used.
   const Status& url_status() const;
 

@@ -22,6 +22,7 @@ Lane* HandlerLanes::For(const std::string& pattern) {
   // Liveness must answer even when every handler is busy: it touches nothing shared.
   // Readiness bounds its own wait (ReadyCheck), so it needs no lane either.
   if (pattern == "/healthz" || pattern == "/readyz") return nullptr;
+  if (pattern == "/v1/workers/wait") return &waits;
   if (pattern.rfind("/v1/workers/", 0) == 0) return &workers;
   return &users;
 }

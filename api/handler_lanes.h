@@ -37,16 +37,18 @@ class Lane {
 struct HandlerLanes {
   // `user_slots` should stay below the database pool size, so that workers and the engine
   // always find a connection however busy users are.
-  HandlerLanes(int user_slots, int worker_slots)
-      : users("users", user_slots), workers("workers", worker_slots) {}
+  // `wait_slots` bounds the long-polls (POST /v1/workers/wait), which hold a connection
+  // but no database connection while they wait, so they never take a worker slot.
+  HandlerLanes(int user_slots, int worker_slots, int wait_slots = 512)
+      : users("users", user_slots), workers("workers", worker_slots), waits("waits", wait_slots) {}
 
-  // The lane for a route pattern: workers for /v1/workers/*, none (nullptr) for /healthz and
-  // /readyz,
-  // users for everything else.
+  // The lane for a route pattern: waits for /v1/workers/wait, workers for the rest of
+  // /v1/workers/*, none (nullptr) for /healthz and /readyz, users for everything else.
   Lane* For(const std::string& pattern);
 
   Lane users;
   Lane workers;
+  Lane waits;
 };
 
 }  // namespace frugal::api

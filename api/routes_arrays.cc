@@ -163,7 +163,10 @@ void RegisterArrayRoutes(Router& s, Context& ctx) {
            RETURN_IF_ERROR(CheckQueryParams(req, {}));
            ASSIGN_OR_RETURN(auto id, ParseId(req.matches[1], "id"));
            ASSIGN_OR_RETURN(int n, ctx.store.CancelArray(id, VisibleTeam(*who), who->user));
-           if (n > 0) ctx.engine.Kick();  // running tasks are stopped by the next cycle
+           if (n > 0) {
+             ctx.engine.Kick();  // their places go to other jobs
+             ctx.engine.Wake();  // and running tasks' workers stop them now
+           }
            ASSIGN_OR_RETURN(auto a, ctx.store.GetArray(id, VisibleTeam(*who)));
            json out = EncodeArray(a);
            out["cancelled"] = n;

@@ -306,6 +306,8 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              }
            }
            ASSIGN_OR_RETURN(auto job, ctx.store.CancelJob(id, VisibleTeam(*who), who->user));
+           // A running job is stopped by its worker: tell it now, not at its next beat.
+           if (job.state == model::JobState::kRunning) ctx.engine.Wake();
            spdlog::info(R"("event":"job_cancel","job_id":{},"state":"{}")", job.id,
                         model::ToString(job.state));
            return Reply{200, EncodeJob(job)};

@@ -9,6 +9,9 @@ namespace frugal::api {
 
 namespace {
 
+// Below the worker client's 30 s read timeout and the server's write timeout.
+constexpr std::int64_t kMaxWaitMs = 25000;
+
 StatusOr<std::vector<model::AttemptId>> ParseRunning(const json& body) {
   std::vector<model::AttemptId> out;
   if (!body.contains("running")) return out;
@@ -189,6 +192,22 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
            return Reply{200, {{"lease_ttl_seconds", ctx.options.lease_ttl.count()},
                               {"assignments", assignments},
                               {"stop", stops}}};
+         }));
+
+  // Long-poll for work (decision 0027): answers as soon as a committed cycle gave this node
+  // assignments or stop orders, or after wait_ms. It reads nothing from the database after
+  // authentication, and renews nothing: the heartbeat that follows a change does both.
+  s.Post("/v1/workers/wait", Route(ctx, Access::kNode, [&ctx](const httplib::Request& req,
+                                                              auto& who) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"node", "seen", "wait_ms"}));
+           ASSIGN_OR_RETURN(std::string node, RequiredString(body, "node"));
+           RETURN_IF_ERROR(CheckSameNode(*who, node));
+           ASSIGN_OR_RETURN(auto seen, RequiredInt(body, "seen", 0, 1LL << 62));
+           ASSIGN_OR_RETURN(auto wait_ms, RequiredInt(body, "wait_ms", 0, kMaxWaitMs));
+           const auto generation = ctx.engine.WaitForWork(who->node_id, seen,
+                                                          std::chrono::milliseconds(wait_ms));
+           return Reply{200, {{"generation", generation}, {"changed", generation != seen}}};
          }));
 
   s.Post(R"(/v1/workers/attempts/([^/]+)/checkpoint)",

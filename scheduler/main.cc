@@ -164,6 +164,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
     spdlog::info(R"("event":"shutdown","signal":{})", sig);
     // Local workers first: they report their jobs preempted through the API.
     if (*local) (*local)->Stop();
+    engine.EndWaits();  // long-polling workers get their answer before the server stops
     server.Stop();
   });
   spdlog::info(R"("event":"listening","address":"http://{}:{}","policy":"{}")", host, *bound,

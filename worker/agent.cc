@@ -78,7 +78,7 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
     ServiceAttempts();
     EnforceLease();
     if (stopping_ && (attempts_.empty() || clock_.Now() >= give_up_at_)) break;
-    if (clock_.Now() >= next_heartbeat_) {
+    if (clock_.Now() >= next_heartbeat_ || dispatch_.exchange(false)) {
       next_heartbeat_ = clock_.Now() + heartbeat_interval_;
       Heartbeat();
       EnforceLease();
@@ -162,6 +162,7 @@ Status Agent::Register() {
     if (st.code() != StatusCode::kUnauthenticated) return st;
     spdlog::warn(R"("event":"node_credential_refused","error":"{}")", JsonEscape(st.message()));
     credential_.clear();
+    if (options_.on_credential) options_.on_credential("");
   }
   return RegisterWith(join_token_, false);
 }
@@ -186,6 +187,7 @@ Status Agent::RegisterWith(const std::string& token, bool with_credential) {
   }
   credential_ = credential;
   client_.set_token(credential_);
+  if (options_.on_credential) options_.on_credential(credential_);
   if (Status st = SaveCredential(credential_path_, credential_); !st.ok()) {
     spdlog::warn(R"("event":"credential_not_saved","error":"{}")", JsonEscape(st.message()));
   }
@@ -274,7 +276,10 @@ void Agent::Heartbeat() {
     // finished while the scheduler was out of reach is then never run again.
     if (r->status == 409) ReportLateResults();
     registered_ = false;
-    if (r->status == 401) credential_.clear();
+    if (r->status == 401) {
+      credential_.clear();
+      if (options_.on_credential) options_.on_credential("");
+    }
     if (!stopping_) next_heartbeat_ = clock_.Now();  // register again at once
     return;
   }

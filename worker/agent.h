@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -61,6 +62,9 @@ struct AgentOptions {
   // ...); never the worker's credentials.
   std::vector<std::string> base_env;
   JobUsers job_users;  // who jobs run as (job_identity.h); default: the worker's own user
+  // Called on the agent's thread with the node credential after each registration, and
+  // with "" when the scheduler no longer takes it (the dispatch waiter polls with it).
+  std::function<void(const std::string& credential)> on_credential = nullptr;
 };
 
 class Agent {
@@ -77,6 +81,11 @@ class Agent {
   // the first registration is refused (unknown pool, bad token): that is a configuration
   // mistake, not something to retry; an unreachable scheduler is retried.
   Status Run(const std::function<bool()>& should_stop);
+
+  // The scheduler has new orders for this node (DispatchWaiter): heartbeat at the next
+  // pass of the loop instead of at the next interval. Thread-safe; pair it with waking
+  // the `sleep` function, or it waits for the current tick to end.
+  void Dispatch() { dispatch_.store(true); }
 
  private:
   struct Attempt {
@@ -152,6 +161,7 @@ class Agent {
   const Clock& clock_;
   GpuStatsFn gpu_stats_;
   SleepFn sleep_;
+  std::atomic<bool> dispatch_{false};
 
   std::string join_token_;        // the token this worker joins with (never sent afterwards)
   std::string credential_;       // the node credential; empty until the first registration

@@ -18,9 +18,11 @@
 #include "api/client.h"
 #include "common/log.h"
 #include "worker/agent.h"
+#include "worker/dispatch_waiter.h"
 #include "worker/gpu_probe.h"
 #include "worker/notice_watcher.h"
 #include "worker/process_runner.h"
+#include "worker/waker.h"
 #include "worker/worker_config.h"
 
 namespace {
@@ -120,6 +122,10 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> values;
   app.add_option("--config", config_path, "YAML file with the settings below (flags win)");
   for (const Flag& f : kFlags) app.add_option(f.name, values[f.key], f.help);
+  bool noop = false;
+  app.add_flag("--noop", noop,
+               "Run nothing: report every job succeeded as soon as it is assigned (benchmarks "
+               "of the scheduler and the protocol; never on a node that should run jobs)");
   CLI11_PARSE(app, argc, argv);
 
   auto config = frugal::worker::LoadWorkerConfig(config_path, frugal::worker::ProcessEnv);
@@ -162,7 +168,16 @@ int main(int argc, char** argv) {
   if (!client.url_status().ok()) return Fail(client.url_status(), 2);
   InstallSignalHandlers();
   MonotonicClock clock;
-  frugal::worker::PosixProcessRunner runner;
+  // The loop sleeps on the waker: a job's exit, a dispatch or a no-op "job" ends the tick.
+  frugal::worker::Waker waker;
+  waker.NotifyOnChildExit();
+  frugal::worker::PosixProcessRunner posix_runner;
+  frugal::worker::NoopProcessRunner noop_runner([&waker] { waker.Notify(); });
+  frugal::worker::ProcessRunner& runner =
+      noop ? static_cast<frugal::worker::ProcessRunner&>(noop_runner) : posix_runner;
+  if (noop) {
+    spdlog::warn(R"("event":"noop_mode","why":"--noop: jobs assigned here are reported succeeded without running")");
+  }
   frugal::worker::NoticeWatcher notices({cfg.notice_file, cfg.notice_url, cfg.notice_format},
                                         clock);
   const bool has_nvidia_smi = !detected.empty();
@@ -179,7 +194,18 @@ int main(int argc, char** argv) {
 
   auto options = AgentOptionsFrom(cfg);
   options.job_users = *job_users;
-  frugal::worker::Agent agent(std::move(options), client, runner, notices, clock, gpu_stats);
-  if (auto st = agent.Run([] { return g_stop != 0; }); !st.ok()) return Fail(st, 1);
+  frugal::worker::Agent* agent_ptr = nullptr;
+  frugal::worker::DispatchWaiter dispatch(cfg.scheduler_url, cfg.node, [&agent_ptr, &waker] {
+    agent_ptr->Dispatch();
+    waker.Notify();
+  });
+  options.on_credential = [&dispatch](const std::string& c) { dispatch.SetCredential(c); };
+  frugal::worker::Agent agent(std::move(options), client, runner, notices, clock, gpu_stats,
+                              [&waker](Millis d) { waker.Wait(d); });
+  agent_ptr = &agent;
+  dispatch.Start();
+  const auto st = agent.Run([] { return g_stop != 0; });
+  dispatch.Stop();
+  if (!st.ok()) return Fail(st, 1);
   return 0;
 }

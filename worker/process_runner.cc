@@ -156,6 +156,7 @@ void OnParentDied(int) { g_parent_died = 1; }
 [[noreturn]] void RunKeeper(const SpawnSpec& spec, pid_t worker, int out_fd,
                             const std::string& program, char* const* argv, char* const* envp) {
   setpgid(0, 0);
+  signal(SIGCHLD, SIG_DFL);  // the worker's handler wakes the worker, not the keeper
   struct sigaction sa {};
   sa.sa_handler = OnParentDied;  // no SA_RESTART: the wait below returns EINTR
   sigemptyset(&sa.sa_mask);
@@ -337,5 +338,18 @@ void AppendOutputLine(const std::string& path, const std::string& line) {
   std::ofstream out(path, std::ios::app);
   out << line << '\n';
 }
+
+// --- the no-op runner ---
+
+StatusOr<pid_t> NoopProcessRunner::Start(const SpawnSpec& spec) {
+  if (spec.argv.empty()) return InvalidArgument("empty command");
+  if (on_exit_) on_exit_();  // it has "exited" already: the caller may reap it at once
+  // Above any pid_max (2^22), so no signal or /proc lookup can reach a real process.
+  return static_cast<pid_t>((1 << 30) + (next_++ % (1 << 29)));
+}
+
+void NoopProcessRunner::SignalGroup(pid_t, int) {}
+
+ReapResult NoopProcessRunner::Reap(pid_t) { return {false, 0}; }
 
 }  // namespace frugal::worker

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,23 @@ class PosixProcessRunner final : public ProcessRunner {
   StatusOr<pid_t> Start(const SpawnSpec& spec) override;
   void SignalGroup(pid_t pgid, int signal) override;
   ReapResult Reap(pid_t pid) override;
+};
+
+// `frugal-worker --noop`: runs nothing. Every command "exits" 0 as soon as it is started,
+// so a benchmark measures the scheduler and the protocol, not fork and exec. The pids it
+// returns belong to no process. `on_exit` (optional) is called from Start, as SIGCHLD
+// would be for a real child. Not thread-safe.
+class NoopProcessRunner final : public ProcessRunner {
+ public:
+  explicit NoopProcessRunner(std::function<void()> on_exit = nullptr)
+      : on_exit_(std::move(on_exit)) {}
+  StatusOr<pid_t> Start(const SpawnSpec& spec) override;
+  void SignalGroup(pid_t pgid, int signal) override;
+  ReapResult Reap(pid_t pid) override;
+
+ private:
+  std::function<void()> on_exit_;
+  int next_ = 0;
 };
 
 // A job's environment: `base` ("K=V" entries, e.g. the worker's own) minus `drop` (names of

@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -32,6 +34,7 @@ class Engine::Impl {
   }
 
   void Stop() {
+    EndWaits();
     if (!thread_.joinable()) return;
     asio::post(strand_, [this] {
       stopping_ = true;
@@ -58,6 +61,30 @@ class Engine::Impl {
   CycleStats Stats() const {
     std::lock_guard<std::mutex> lock(stats_mu_);
     return stats_;
+  }
+
+  std::int64_t WaitForWork(std::int64_t node, std::int64_t seen,
+                           std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(dispatch_mu_);
+    dispatch_cv_.wait_for(lock, timeout,
+                          [&] { return waits_ended_ || GenerationLocked(node) != seen; });
+    return GenerationLocked(node);
+  }
+
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> lock(dispatch_mu_);
+      ++all_generation_;
+    }
+    dispatch_cv_.notify_all();
+  }
+
+  void EndWaits() {
+    {
+      std::lock_guard<std::mutex> lock(dispatch_mu_);
+      waits_ended_ = true;
+    }
+    dispatch_cv_.notify_all();
   }
 
   Status RunCycle() {
@@ -167,12 +194,14 @@ class Engine::Impl {
     }
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
     // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
-    RETURN_IF_ERROR(ReclaimIdleGpus(store_, snapshot).status());
+    ASSIGN_OR_RETURN(int reclaimed, ReclaimIdleGpus(store_, snapshot));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
     policy::EnforceBudgets(snapshot, plan);  // and hard budgets
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
+    // Committed: the nodes with new orders fetch them now rather than at their next beat.
+    Dispatched(plan, reclaimed > 0);
     RETURN_IF_ERROR(FireBudgetAlerts(store_, options_.alerts_fired));
     if (options_.capacity) options_.capacity->Apply(plan, snapshot);
     if (started > 0) {
@@ -182,6 +211,22 @@ class Engine::Impl {
     ++stats_.cycles;
     stats_.jobs_started += started;
     return Status::Ok();
+  }
+
+  void Dispatched(const model::Plan& plan, bool stops_elsewhere) {
+    if (plan.assignments.empty() && plan.stops.empty() && !stops_elsewhere) return;
+    {
+      std::lock_guard<std::mutex> lock(dispatch_mu_);
+      // A stop names an attempt, not its node: every node looks (stops are rare).
+      if (!plan.stops.empty() || stops_elsewhere) ++all_generation_;
+      for (const auto& a : plan.assignments) ++node_generation_[a.node_id];
+    }
+    dispatch_cv_.notify_all();
+  }
+
+  std::int64_t GenerationLocked(std::int64_t node) const {
+    const auto it = node_generation_.find(node);
+    return all_generation_ + (it == node_generation_.end() ? 0 : it->second);
   }
 
   store::JobStore& store_;
@@ -199,6 +244,13 @@ class Engine::Impl {
 
   mutable std::mutex stats_mu_;
   CycleStats stats_;  // guarded by stats_mu_
+
+  // Dispatch wake-ups: a node's generation is all_generation_ plus its own count.
+  std::mutex dispatch_mu_;
+  std::condition_variable dispatch_cv_;
+  std::unordered_map<std::int64_t, std::int64_t> node_generation_;  // guarded by dispatch_mu_
+  std::int64_t all_generation_ = 0;                                 // guarded by dispatch_mu_
+  bool waits_ended_ = false;                                        // guarded by dispatch_mu_
 };
 
 Engine::Engine(store::JobStore& store, const policy::Policy& policy, EngineOptions options)
@@ -208,6 +260,12 @@ void Engine::Start() { impl_->Start(); }
 void Engine::Stop() { impl_->Stop(); }
 void Engine::Kick() { impl_->Kick(); }
 CycleStats Engine::Stats() const { return impl_->Stats(); }
+std::int64_t Engine::WaitForWork(std::int64_t node_id, std::int64_t seen,
+                                 std::chrono::milliseconds timeout) {
+  return impl_->WaitForWork(node_id, seen, timeout);
+}
+void Engine::Wake() { impl_->Wake(); }
+void Engine::EndWaits() { impl_->EndWaits(); }
 Status Engine::RunCycleForTest() { return impl_->RunCycle(); }
 
 }  // namespace frugal::engine

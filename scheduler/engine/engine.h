@@ -52,6 +52,19 @@ class Engine {
   void Kick();   // asks for a cycle soon (coalesced)
   CycleStats Stats() const;
 
+  // Dispatch without waiting for a heartbeat (decision 0027). Each node has a generation
+  // that changes once a cycle has committed assignments to it, and for every node when a
+  // cycle committed stop orders or Wake() was called. A worker long-polls with the
+  // generation it last saw; any change means "heartbeat now", so a generation that resets
+  // with a restarted scheduler only costs one early heartbeat.
+  //
+  // Returns the node's generation as soon as it differs from `seen`, or when `timeout`
+  // passes, or at once after EndWaits(). Thread-safe; blocks the caller only.
+  std::int64_t WaitForWork(std::int64_t node_id, std::int64_t seen,
+                           std::chrono::milliseconds timeout);
+  void Wake();      // every node's generation changes (a running job was cancelled)
+  void EndWaits();  // shutdown: every wait returns now, and later ones at once
+
   // Runs one cycle on the caller's thread. For tests and tools; never while Start()ed.
   Status RunCycleForTest();
 

@@ -55,6 +55,7 @@ WorkerProcess::WorkerProcess(WorkerOptions o) : options_(std::move(o)) {
     argv.push_back("--nvidia-smi");
     argv.push_back(options_.nvidia_smi);
   }
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   child_ = std::make_unique<ChildProcess>(argv, env, options_.dir + "/worker");
 }
 

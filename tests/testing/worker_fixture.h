@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/testing/process.h"
 
@@ -23,6 +24,7 @@ struct WorkerOptions {
   std::string grace = "5s";
   EnvOverrides env;             // e.g. FRUGAL_CLI for examples/train.sh
   std::string nvidia_smi;       // set: the worker's GPU metrics command (a test script)
+  std::vector<std::string> extra_args;  // more flags, e.g. --noop
 };
 
 class WorkerProcess {

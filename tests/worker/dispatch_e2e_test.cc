@@ -1,0 +1,173 @@
+// Dispatch without waiting for a heartbeat (decision 0027), end to end: the real scheduler,
+// real frugal-worker processes, real HTTP. Heartbeats are 30 s apart here, so anything
+// that reaches a worker within seconds came through POST /v1/workers/wait; without it,
+// each step below would wait for the next heartbeat (about 30 s) and miss its bound.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "tests/testing/pool_fixture.h"
+#include "tests/testing/scheduler_fixture.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/wait.h"
+#include "tests/testing/worker_fixture.h"
+
+namespace frugal::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// Leases long enough that no heartbeat is due during a step; cycles only when kicked.
+const std::vector<std::string> kSlowBeats = {"--lease-ttl", "120s", "--heartbeat-interval",
+                                             "30s", "--cycle-interval", "30s",
+                                             "--leader-lease-ttl", "60s"};
+
+class DispatchE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SchedulerProcess::Options o;
+    o.extra_args = kSlowBeats;
+    sched_ = std::make_unique<SchedulerProcess>(o);
+    admin_ = sched_->admin_token();
+    worker_token_ = sched_->NewToken("infra", "workers", "worker");
+    user_token_ = sched_->NewToken("vision", "alice");
+    ASSERT_TRUE(CreatePool(*sched_, PoolBody("spot", "spot", "1.10", 64)));
+  }
+
+  std::unique_ptr<WorkerProcess> StartWorker(const std::string& node,
+                                             std::vector<std::string> extra = {}) {
+    WorkerOptions o;
+    o.url = sched_->url();
+    o.token = worker_token_;
+    o.pool = "spot";
+    o.node = node;
+    o.dir = dir_.path() + "/" + node;
+    o.checkpoint_root = dir_.path() + "/checkpoints";
+    o.extra_args = std::move(extra);
+    auto w = std::make_unique<WorkerProcess>(o);
+    // Registered and past the heartbeat that follows registration: the next is 30 s away.
+    EXPECT_TRUE(WaitFor([&] { return NodeReady(node); }, seconds(30))) << w->process().Stderr();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return w;
+  }
+
+  bool NodeReady(const std::string& name) {
+    auto r = sched_->Call("GET", "/v1/admin/nodes", admin_);
+    for (const auto& n : r.body.value("nodes", json::array())) {
+      if (n["name"] == name) return n.value("state", "") == "ready";
+    }
+    return false;
+  }
+
+  std::int64_t Submit(const json& command) {
+    json body = {{"command", command}, {"gpus", 1}};
+    auto r = sched_->Call("POST", "/v1/jobs", user_token_, body.dump());
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("id", std::int64_t{0});
+  }
+
+  std::string State(std::int64_t id) {
+    auto r = sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_token_);
+    return r.body.is_object() ? r.body.value("state", "") : "";
+  }
+
+  TempDir dir_{"frugal-dispatch-e2e"};
+  std::unique_ptr<SchedulerProcess> sched_;
+  std::string admin_, worker_token_, user_token_;
+};
+
+TEST_F(DispatchE2eTest, JobsStartAndStopBetweenHeartbeats) {
+  auto w = StartWorker("node-d");
+  const std::string out = dir_.path() + "/out";
+  std::filesystem::create_directories(out);
+  std::filesystem::permissions(out, std::filesystem::perms::all);
+  // a. Three jobs one after another: each is assigned, started and finished, and the next
+  // one placed, all between two heartbeats.
+  for (int i = 0; i < 3; ++i) {
+    const auto id = Submit({"/bin/sh", "-c", "echo ran > " + out + "/job-$FRUGAL_JOB_ID"});
+    ASSERT_TRUE(WaitFor([&] { return State(id) == "succeeded"; }, seconds(10)))
+        << "job " << id << " is " << State(id) << "\n" << w->process().Stderr();
+    EXPECT_TRUE(std::filesystem::exists(out + "/job-" + std::to_string(id)));
+  }
+  // b. A cancel reaches the running job's worker at once, not at its next heartbeat.
+  const auto id = Submit({"sleep", "300"});
+  ASSERT_TRUE(WaitFor([&] { return State(id) == "running"; }, seconds(10))) << State(id);
+  auto r = sched_->Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", user_token_);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_TRUE(WaitFor([&] { return State(id) == "cancelled"; }, seconds(10)))
+      << "job " << id << " is " << State(id) << "\n" << w->process().Stderr();
+}
+
+TEST_F(DispatchE2eTest, NoopWorkerReportsSuccessWithoutRunningAnything) {
+  auto w = StartWorker("node-noop", {"--noop"});
+  const std::string marker = dir_.path() + "/ran";
+  // /bin/false would fail, and the touch would leave a file, if either ran.
+  const auto a = Submit({"/bin/false"});
+  const auto b = Submit({"/usr/bin/touch", marker});
+  for (const auto id : {a, b}) {
+    ASSERT_TRUE(WaitFor([&] { return State(id) == "succeeded"; }, seconds(10)))
+        << "job " << id << " is " << State(id) << "\n" << w->process().Stderr();
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "--noop ran a command";
+}
+
+TEST_F(DispatchE2eTest, WaitAnswersOnlyItsOwnNodeAndWakesOnAssignment) {
+  // Two nodes registered through the API, with no worker behind them.
+  auto reg = [&](const std::string& node) {
+    json body = {{"node", node}, {"pool", "spot"}, {"gpus", 1}, {"gpu_type", "a100"},
+                 {"gpu_mem_gb", 80}};
+    auto r = sched_->Call("POST", "/v1/workers/register", worker_token_, body.dump());
+    EXPECT_EQ(r.status, 200) << r.raw;
+    return r.body.value("node_credential", std::string());
+  };
+  const std::string cred_a = reg("api-a"), cred_b = reg("api-b");
+  auto wait = [&](const std::string& token, json body) {
+    return sched_->Call("POST", "/v1/workers/wait", token, body.dump());
+  };
+  // Refusals: another node's credential, a researcher, bad fields, an over-long wait.
+  EXPECT_EQ(wait(cred_b, {{"node", "api-a"}, {"seen", 0}, {"wait_ms", 0}}).status, 403);
+  EXPECT_EQ(wait(user_token_, {{"node", "api-a"}, {"seen", 0}, {"wait_ms", 0}}).status, 403);
+  EXPECT_EQ(wait("not-a-token", {{"node", "api-a"}, {"seen", 0}, {"wait_ms", 0}}).status, 401);
+  auto bad = wait(cred_a, {{"node", "api-a"}, {"seen", 0}, {"wait_ms", 60000}});
+  EXPECT_EQ(bad.status, 400) << bad.raw;
+  EXPECT_EQ(bad.body["error"]["field"], "wait_ms") << bad.raw;
+  EXPECT_EQ(wait(cred_a, {{"node", "api-a"}, {"seen", 0}, {"wait", 1}}).status, 400);
+  // Nothing for this node: the wait ends unchanged when its time is up.
+  auto now = wait(cred_a, {{"node", "api-a"}, {"seen", 0}, {"wait_ms", 0}});
+  ASSERT_EQ(now.status, 200) << now.raw;
+  const auto seen = now.body["generation"].get<std::int64_t>();
+  auto idle = wait(cred_a, {{"node", "api-a"}, {"seen", seen}, {"wait_ms", 200}});
+  ASSERT_EQ(idle.status, 200) << idle.raw;
+  EXPECT_EQ(idle.body["changed"], false) << idle.raw;
+  // A job for 2 GPUs fits neither node; one for 1 GPU goes to one of them, and that node's
+  // wait answers changed (a timeout would answer unchanged after 20 s).
+  auto polls = [&](const std::string& cred, const std::string& node) {
+    return std::async(std::launch::async, [&, cred, node] {
+      return wait(cred, {{"node", node}, {"seen", seen}, {"wait_ms", 20000}});
+    });
+  };
+  auto poll_a = polls(cred_a, "api-a");
+  auto poll_b = polls(cred_b, "api-b");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto id = Submit({"/bin/true"});
+  ASSERT_TRUE(WaitFor([&] { return State(id) == "running"; }, seconds(10))) << State(id);
+  const bool a_ready = poll_a.wait_for(seconds(10)) == std::future_status::ready;
+  const bool b_ready = poll_b.wait_for(seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(a_ready || b_ready) << "no wait answered within 10 s of the assignment";
+  auto& first = a_ready ? poll_a : poll_b;
+  auto answer = first.get();
+  EXPECT_EQ(answer.status, 200) << answer.raw;
+  EXPECT_EQ(answer.body["changed"], true) << answer.raw;
+  // The other node got nothing: its wait runs to its end, unchanged.
+  auto& other = a_ready ? poll_b : poll_a;
+  auto rest = other.get();
+  EXPECT_EQ(rest.body["changed"], false) << rest.raw;
+}
+
+}  // namespace
+}  // namespace frugal::testing
