@@ -94,6 +94,9 @@ Query ParseQuery(const httplib::Request& req);
 // Rejects query parameters not in `allowed`, naming the first unknown one.
 Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const char*> allowed);
 
+// The HTTP status a Status code is answered with.
+int HttpStatus(StatusCode code);
+
 // Team filter for the caller: researchers see only their own team.
 std::optional<model::TeamId> VisibleTeam(const store::Principal& who);
 

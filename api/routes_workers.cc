@@ -11,6 +11,9 @@ namespace {
 
 // Below the worker client's 30 s read timeout and the server's write timeout.
 constexpr std::int64_t kMaxWaitMs = 25000;
+// A batch of finish reports: within the 1 MiB body limit with every log at its largest.
+constexpr std::size_t kMaxFinishReports = 256;
+constexpr std::size_t kMaxFinishLog = 64 * 1024;
 
 StatusOr<std::vector<model::AttemptId>> ParseRunning(const json& body) {
   std::vector<model::AttemptId> out;
@@ -108,6 +111,32 @@ StatusOr<store::AttemptAuth> ParseAuth(const json& body, const store::Principal&
     return InvalidArgument("fence: the 64 hex characters the assignment gave", "fence");
   }
   return store::AttemptAuth{who.node_id, std::move(fence)};
+}
+
+// One report of POST /v1/workers/finish, checked as /logs and /finish check theirs.
+StatusOr<store::FinishReport> ParseFinishReport(const json& e, const store::Principal& who) {
+  if (!e.is_object()) return InvalidArgument("each report is an object", "reports");
+  RETURN_IF_ERROR(
+      CheckFields(e, {"attempt_id", "lease_epoch", "fence", "outcome", "exit_code", "log"}));
+  store::FinishReport r;
+  ASSIGN_OR_RETURN(r.attempt_id, RequiredInt(e, "attempt_id", 1, 1LL << 62));
+  ASSIGN_OR_RETURN(r.lease_epoch, RequiredInt(e, "lease_epoch", 1, 1LL << 62));
+  ASSIGN_OR_RETURN(auto auth, ParseAuth(e, who));
+  r.fence = std::move(auth.fence);
+  ASSIGN_OR_RETURN(std::string outcome, RequiredString(e, "outcome"));
+  ASSIGN_OR_RETURN(r.outcome, protocol::ParseOutcome(outcome));
+  if (e.contains("exit_code") && !e["exit_code"].is_null()) {
+    ASSIGN_OR_RETURN(auto code, RequiredInt(e, "exit_code", -255, 255));
+    r.exit_code = static_cast<int>(code);
+  }
+  if (e.contains("log")) {
+    if (!e["log"].is_string()) return InvalidArgument("log: a string", "log");
+    r.log = e["log"].get<std::string>();
+    if (r.log.size() > kMaxFinishLog) {
+      return InvalidArgument("log: at most 64 KiB per report; send more through /logs", "log");
+    }
+  }
+  return r;
 }
 
 // A node credential speaks for its own node only.
@@ -268,6 +297,56 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
                         job.id, attempt, outcome_text, model::ToString(job.state));
            ctx.engine.Kick();  // GPUs were freed, and the job may need placing again
            return Reply{200, EncodeJob(job)};
+         }));
+
+  // Batched finish (decision 0027): many attempts' last output and result in one request and
+  // one transaction; each report is judged as /attempts/{id}/logs then /finish would judge
+  // it alone, and answered with its own status.
+  s.Post("/v1/workers/finish", Route(ctx, Access::kNode, [&ctx](const httplib::Request& req,
+                                                                auto& who) -> StatusOr<Reply> {
+           ASSIGN_OR_RETURN(json body, ParseObject(req.body));
+           RETURN_IF_ERROR(CheckFields(body, {"reports"}));
+           const json& list = body.contains("reports") ? body["reports"] : json();
+           if (!list.is_array() || list.empty() || list.size() > kMaxFinishReports) {
+             return InvalidArgument("reports: an array of 1 to " +
+                                        std::to_string(kMaxFinishReports) + " finish reports",
+                                    "reports");
+           }
+           std::vector<store::FinishReport> reports;
+           for (std::size_t i = 0; i < list.size(); ++i) {
+             auto r = ParseFinishReport(list[i], *who);
+             if (!r.ok()) {
+               const std::string at = "reports[" + std::to_string(i) + "]";
+               const Status& st = r.status();
+               return Status(st.code(), at + ": " + st.message(),
+                             st.field().empty() ? at : at + "." + st.field());
+             }
+             reports.push_back(std::move(r).value());
+           }
+           ASSIGN_OR_RETURN(auto results,
+                            ctx.workers.FinishAttempts(reports, ctx.options.log_cap_bytes,
+                                                       {who->node_id, ""}));
+           json out = json::array();
+           bool freed = false;
+           for (std::size_t i = 0; i < results.size(); ++i) {
+             const auto& res = results[i];
+             json item = {{"attempt_id", reports[i].attempt_id}};
+             if (res.status.ok()) {
+               freed = true;
+               item["status"] = 200;
+               item["job_id"] = res.job_id;
+               item["job_state"] = model::ToString(res.state);
+               spdlog::info(R"("event":"attempt_finished","job_id":{},"attempt_id":{},"outcome":"{}","job_state":"{}")",
+                            res.job_id, reports[i].attempt_id,
+                            protocol::ToString(reports[i].outcome), model::ToString(res.state));
+             } else {
+               item["status"] = HttpStatus(res.status.code());
+               item["error"] = EncodeError(res.status)["error"];
+             }
+             out.push_back(std::move(item));
+           }
+           if (freed) ctx.engine.Kick();  // GPUs were freed, and jobs may need placing again
+           return Reply{200, {{"results", out}}};
          }));
 
   s.Get(R"(/v1/jobs/([^/]+)/logs)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,

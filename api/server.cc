@@ -13,13 +13,6 @@
 
 namespace frugal::api {
 
-namespace {
-
-// How long a request may wait for a free handler in its lane before 503.
-constexpr std::chrono::milliseconds kLaneWait{10000};
-// How long /readyz waits for the database to answer a ping.
-constexpr std::chrono::milliseconds kReadyWait{2000};
-
 int HttpStatus(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return 200;
@@ -35,6 +28,13 @@ int HttpStatus(StatusCode code) {
   }
   return 500;
 }
+
+namespace {
+
+// How long a request may wait for a free handler in its lane before 503.
+constexpr std::chrono::milliseconds kLaneWait{10000};
+// How long /readyz waits for the database to answer a ping.
+constexpr std::chrono::milliseconds kReadyWait{2000};
 
 // Messages may quote client input cut at a byte limit; never let a broken UTF-8 sequence
 // turn a 4xx into a 500.

@@ -107,6 +107,7 @@ class Agent {
     std::int64_t log_offset = 0;   // bytes of output.log already shipped
     std::int64_t log_sent = 0;
     bool log_capped = false;
+    std::string final_log;  // the rest of its output, sent with its finish report
 
     std::string output() const { return dir + "/output.log"; }
     std::string spool() const { return dir + "/spool"; }
@@ -141,8 +142,16 @@ class Agent {
   void Stop(Attempt& a, Outcome outcome);
   void StopAll(Outcome outcome);
   void Abandon(Attempt& a, const std::string& why);
+  // What servicing an attempt leaves to do: keep it, forget it, or report how it ended.
+  enum class Next { kKeep, kDone, kFinish };
   void ServiceAttempts();
-  bool Service(Attempt& a);  // true: done with it
+  Next Service(Attempt& a);
+  bool TakeFinalLog(Attempt& a);  // true: the rest of its output is in a.final_log
+  // Reports the ended attempts `ids` in one POST /v1/workers/finish (one by one through
+  // Finish() when the scheduler has no batch route), forgetting those it need not retry.
+  void FinishReady(const std::vector<std::int64_t>& ids);
+  void FinishGroup(const std::vector<std::int64_t>& ids, nlohmann::json reports);
+  void FinishOneByOne(const std::vector<std::int64_t>& ids);
   void Reap(Attempt& a);
   void EnforceDeadlines(Attempt& a);
   Progress ForwardSpool(Attempt& a);
@@ -162,6 +171,7 @@ class Agent {
   GpuStatsFn gpu_stats_;
   SleepFn sleep_;
   std::atomic<bool> dispatch_{false};
+  bool batch_finish_ = true;  // false once the scheduler answered 404 (an older one)
 
   std::string join_token_;        // the token this worker joins with (never sent afterwards)
   std::string credential_;       // the node credential; empty until the first registration

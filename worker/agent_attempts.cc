@@ -28,6 +28,8 @@ constexpr std::int64_t kLogChunk = 64 * 1024;
 constexpr std::int64_t kLogCap = 1 << 20;   // the server keeps no more per attempt either
 constexpr std::int64_t kCapNoteRoom = 512;  // kept free below the cap for the "truncated" note
 constexpr int kChunksPerTick = 4;           // one chatty job must not starve the others
+constexpr std::size_t kFinishBatch = 256;    // reports per POST /v1/workers/finish
+constexpr std::size_t kFinishBatchBytes = 768 * 1024;
 // The worker's own credentials: a job never holds one (it reports through the spool). The
 // job's environment starts from the pass_env allow-list, so these are a second line.
 const std::vector<std::string> kCredentialVars = {"FRUGAL_WORKER_TOKEN", "FRUGAL_TOKEN"};
@@ -232,29 +234,132 @@ void Agent::Abandon(Attempt& a, const std::string& why) {
 // --- reaping and reporting ---
 
 void Agent::ServiceAttempts() {
+  std::vector<std::int64_t> ready;
   for (auto it = attempts_.begin(); it != attempts_.end();) {
-    it = Service(it->second) ? attempts_.erase(it) : std::next(it);
+    const Next next = Service(it->second);
+    if (next == Next::kFinish) ready.push_back(it->first);
+    it = next == Next::kDone ? attempts_.erase(it) : std::next(it);
   }
+  if (!ready.empty()) FinishReady(ready);
 }
 
-bool Agent::Service(Attempt& a) {
+Agent::Next Agent::Service(Attempt& a) {
   Reap(a);
-  if (!a.report) return a.exited;
+  if (!a.report) return a.exited ? Next::kDone : Next::kKeep;
   EnforceDeadlines(a);
-  if (!CanReport()) return false;
+  if (!CanReport()) return Next::kKeep;
   // The spool first, always: a final checkpoint written during the grace period must be
   // committed before /finish makes the job resumable from "its latest checkpoint".
   const Progress spool = ForwardSpool(a);
+  // An ended attempt whose remaining output fits in one chunk sends it with its finish
+  // report: one request for both (decision 0027).
+  if (spool == Progress::kDone && a.exited && batch_finish_ && TakeFinalLog(a)) {
+    return Next::kFinish;
+  }
   const Progress logs = spool == Progress::kStale ? spool : ShipLogs(a);
   const bool stale = spool == Progress::kStale || logs == Progress::kStale;
   if (stale && !a.exited) {
     Abandon(a, "a report was refused: the attempt is stale");
-    return false;
+    return Next::kKeep;
   }
   // A stale attempt that already ended still reports how: the scheduler takes a late result
   // for a job it has not placed again (a finished job is never run twice).
-  if (!a.exited || (!stale && (spool != Progress::kDone || logs != Progress::kDone))) return false;
-  return Finish(a) != Progress::kLater;
+  if (!a.exited || (!stale && (spool != Progress::kDone || logs != Progress::kDone))) {
+    return Next::kKeep;
+  }
+  return Next::kFinish;
+}
+
+bool Agent::TakeFinalLog(Attempt& a) {
+  a.final_log.clear();
+  if (a.log_capped) return true;
+  const std::int64_t room = kLogCap - kCapNoteRoom - a.log_sent;
+  if (room < kLogChunk) return false;  // near the cap: ShipLogs writes the note
+  const auto chunk = ReadOutput(a.output(), a.log_offset, static_cast<size_t>(kLogChunk));
+  std::error_code ec;
+  const auto size = fs::file_size(a.output(), ec);
+  if (!chunk.ok() || ec || static_cast<std::int64_t>(size) != chunk->next_offset) return false;
+  a.final_log = chunk->data;
+  return true;
+}
+
+void Agent::FinishReady(const std::vector<std::int64_t>& ids) {
+  // Batches stay well inside the scheduler's 1 MiB body limit and 256 reports.
+  std::vector<std::int64_t> group;
+  json reports = json::array();
+  std::size_t bytes = 0;
+  for (const auto id : ids) {
+    if (!batch_finish_) return FinishOneByOne({id});
+    const Attempt& a = attempts_.at(id);
+    json r = protocol::FinishBody(a.lease_epoch, a.order.fence, OutcomeOf(a), a.exit_code);
+    r["attempt_id"] = id;
+    if (!a.final_log.empty()) r["log"] = a.final_log;
+    const std::size_t size = r.dump(-1, ' ', false, json::error_handler_t::replace).size();
+    if (!group.empty() && (group.size() == kFinishBatch || bytes + size > kFinishBatchBytes)) {
+      FinishGroup(group, std::move(reports));
+      group.clear();
+      reports = json::array();
+      bytes = 0;
+    }
+    group.push_back(id);
+    reports.push_back(std::move(r));
+    bytes += size;
+  }
+  if (!group.empty()) FinishGroup(group, std::move(reports));
+}
+
+void Agent::FinishGroup(const std::vector<std::int64_t>& ids, json reports) {
+  if (!batch_finish_) return FinishOneByOne(ids);
+  const auto r = Post("/v1/workers/finish", {{"reports", std::move(reports)}});
+  if (r.ok() && r->status == 404) {
+    spdlog::warn(R"("event":"batch_finish_unsupported","note":"reporting one by one")");
+    batch_finish_ = false;
+    return FinishOneByOne(ids);
+  }
+  const json* results = nullptr;
+  if (Classify(r) == Answer::kOk && r->body.contains("results") && r->body["results"].is_array() &&
+      r->body["results"].size() == ids.size()) {
+    results = &r->body["results"];
+  }
+  if (results == nullptr) {
+    if (Classify(r) != Answer::kRetry) {
+      // The batch itself was refused: report one by one, as a scheduler without it would.
+      spdlog::warn(R"("event":"batch_finish_refused","error":"{}")", Describe(r));
+      batch_finish_ = false;
+      FinishOneByOne(ids);
+    }
+    return;  // retried at the next tick
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    Attempt& a = attempts_.at(ids[i]);
+    const json& item = (*results)[i];
+    const int status = item.value("status", 500);
+    if (status >= 500) continue;  // this one again at the next tick
+    if (status == 200) {
+      spdlog::info(R"("event":"attempt_reported","job_id":{},"attempt_id":{},"outcome":"{}")",
+                   a.order.job_id, ids[i], protocol::ToString(OutcomeOf(a)));
+    } else {
+      // Already ended (or the lease was lost and the job was placed again): nothing to tell.
+      spdlog::warn(R"("event":"attempt_report_refused","attempt_id":{},"outcome":"{}","error":"{}")",
+                   ids[i], protocol::ToString(OutcomeOf(a)),
+                   JsonEscape(item.value("error", json::object()).value("message", "")));
+    }
+    RemoveAttemptState(a.dir);
+    attempts_.erase(ids[i]);
+  }
+}
+
+void Agent::FinishOneByOne(const std::vector<std::int64_t>& ids) {
+  for (const auto id : ids) {
+    Attempt& a = attempts_.at(id);
+    if (!a.final_log.empty()) {
+      if (PostLog(a, a.final_log) != Progress::kDone) continue;  // Service ships it next time
+      a.log_offset += static_cast<std::int64_t>(a.final_log.size());
+      a.log_sent += static_cast<std::int64_t>(a.final_log.size());
+      a.final_log.clear();
+    }
+    if (Finish(a) != Progress::kLater) attempts_.erase(id);
+  }
 }
 
 void Agent::Reap(Attempt& a) {

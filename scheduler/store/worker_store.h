@@ -93,6 +93,21 @@ struct LogChunk {
   std::string data;
 };
 
+struct FinishReport {
+  model::AttemptId attempt_id = 0;
+  std::int64_t lease_epoch = 0;
+  std::string fence;
+  Outcome outcome = Outcome::kSucceeded;
+  std::optional<int> exit_code;
+  std::string log;  // the attempt's last output, appended before it ends ("" for none)
+};
+
+struct FinishResult {
+  Status status;       // as FinishAttempt would have answered this report alone
+  model::JobId job_id = 0;                              // when ok
+  model::JobState state = model::JobState::kPending;    // the job's state after it, when ok
+};
+
 class WorkerStore {
  public:
   virtual ~WorkerStore() = default;
@@ -130,6 +145,15 @@ class WorkerStore {
   virtual StatusOr<model::Job> FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
                                              Outcome outcome, std::optional<int> exit_code,
                                              const AttemptAuth& auth) = 0;
+
+  // Batched finish (decision 0027): each report's final output, if any, is appended
+  // (AppendLog) and its attempt finished (FinishAttempt) in one transaction, each report on
+  // its own: a refused report (stale, forged, another node's) is rolled back alone and the
+  // others stand. Bills once for the batch. Returns one result per report, in order; an
+  // error only when the transaction itself failed (then nothing was applied).
+  virtual StatusOr<std::vector<FinishResult>> FinishAttempts(
+      const std::vector<FinishReport>& reports, std::int64_t log_cap_bytes,
+      const AttemptAuth& node) = 0;
 
   // Output chunks of a job after `after_seq`, oldest first, at most `limit`.
   virtual StatusOr<std::vector<LogChunk>> ReadLogs(model::JobId job,

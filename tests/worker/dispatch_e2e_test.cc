@@ -71,6 +71,8 @@ class DispatchE2eTest : public ::testing::Test {
     return r.body.value("id", std::int64_t{0});
   }
 
+  std::string JobState(std::int64_t id) { return State(id); }
+
   std::string State(std::int64_t id) {
     auto r = sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_token_);
     return r.body.is_object() ? r.body.value("state", "") : "";
@@ -167,6 +169,73 @@ TEST_F(DispatchE2eTest, WaitAnswersOnlyItsOwnNodeAndWakesOnAssignment) {
   auto& other = a_ready ? poll_b : poll_a;
   auto rest = other.get();
   EXPECT_EQ(rest.body["changed"], false) << rest.raw;
+}
+
+TEST_F(DispatchE2eTest, BatchedFinishJudgesEachReportAlone) {
+  json reg = {{"node", "api-f"}, {"pool", "spot"}, {"gpus", 2}, {"gpu_type", "a100"},
+              {"gpu_mem_gb", 80}};
+  auto r = sched_->Call("POST", "/v1/workers/register", worker_token_, reg.dump());
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const std::string cred = r.body["node_credential"];
+  const auto epoch = r.body["lease_epoch"].get<std::int64_t>();
+  const auto a = Submit({"/bin/true"}), b = Submit({"/bin/true"});
+  // Both land on api-f; a heartbeat hands out their fences.
+  json orders = json::array();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto hb = sched_->Call("POST", "/v1/workers/heartbeat", cred,
+                               json({{"node", "api-f"}, {"lease_epoch", epoch}}).dump());
+        for (const auto& o : hb.body.value("assignments", json::array())) orders.push_back(o);
+        return orders.size() == 2;
+      },
+      seconds(10)))
+      << orders.dump();
+  json by_job;
+  for (const auto& o : orders) by_job[std::to_string(o["job_id"].get<std::int64_t>())] = o;
+  const json oa = by_job[std::to_string(a)], ob = by_job[std::to_string(b)];
+  auto report = [&](const json& o, const std::string& fence) {
+    return json({{"attempt_id", o["attempt_id"]}, {"lease_epoch", epoch}, {"fence", fence},
+                 {"outcome", "succeeded"}, {"exit_code", 0}});
+  };
+  auto finish = [&](json reports) {
+    return sched_->Call("POST", "/v1/workers/finish", cred, json({{"reports", reports}}).dump());
+  };
+  // Malformed batches are refused whole, naming the report and the field.
+  auto bad = finish({report(oa, oa["fence"]), json({{"attempt_id", 1}, {"outcome", "won"}})});
+  EXPECT_EQ(bad.status, 400) << bad.raw;
+  EXPECT_EQ(bad.body["error"]["field"], "reports[1].lease_epoch") << bad.raw;
+  EXPECT_EQ(finish(json::array()).status, 400);
+  EXPECT_EQ(JobState(a), "running");
+  // A good report with its last output, and one with a forged fence: the first stands, the
+  // second is refused alone and its job keeps running.
+  json good = report(oa, oa["fence"]);
+  good["log"] = "hello from the batch\n";
+  const std::string forged(64, 'a');
+  auto mixed = finish({good, report(ob, forged)});
+  ASSERT_EQ(mixed.status, 200) << mixed.raw;
+  EXPECT_EQ(mixed.body["results"][0]["status"], 200) << mixed.raw;
+  EXPECT_EQ(mixed.body["results"][0]["job_state"], "succeeded") << mixed.raw;
+  EXPECT_EQ(mixed.body["results"][1]["status"], 409) << mixed.raw;
+  EXPECT_EQ(JobState(a), "succeeded");
+  EXPECT_EQ(JobState(b), "running");
+  auto logs = sched_->Call("GET", "/v1/jobs/" + std::to_string(a) + "/logs", user_token_);
+  ASSERT_EQ(logs.body["chunks"].size(), 1u) << logs.raw;
+  EXPECT_EQ(logs.body["chunks"][0]["data"], "hello from the batch\n");
+  // The same report again is stale; b's real fence from another node is not this node's.
+  json reg2 = {{"node", "api-g"}, {"pool", "spot"}, {"gpus", 1}, {"gpu_type", "a100"},
+               {"gpu_mem_gb", 80}};
+  const std::string other =
+      sched_->Call("POST", "/v1/workers/register", worker_token_, reg2.dump()).body["node_credential"];
+  auto again = finish({good});
+  EXPECT_EQ(again.body["results"][0]["status"], 409) << again.raw;
+  auto foreign = sched_->Call("POST", "/v1/workers/finish", other,
+                              json({{"reports", {report(ob, ob["fence"])}}}).dump());
+  ASSERT_EQ(foreign.status, 200) << foreign.raw;
+  EXPECT_EQ(foreign.body["results"][0]["status"], 403) << foreign.raw;
+  EXPECT_EQ(JobState(b), "running");
+  auto last = finish({report(ob, ob["fence"])});
+  EXPECT_EQ(last.body["results"][0]["status"], 200) << last.raw;
+  EXPECT_EQ(JobState(b), "succeeded");
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   StatusOr<model::Job> FinishAttempt(model::AttemptId attempt, std::int64_t lease_epoch,
                                      Outcome outcome, std::optional<int> exit_code,
                                      const AttemptAuth& auth) override;
+  StatusOr<std::vector<FinishResult>> FinishAttempts(const std::vector<FinishReport>& reports,
+                                                     std::int64_t log_cap_bytes,
+                                                     const AttemptAuth& node) override;
   StatusOr<std::vector<LogChunk>> ReadLogs(model::JobId job,
                                            std::optional<model::TeamId> visible_team,
                                            std::int64_t after_seq, int limit) override;

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "common/crypto.h"
@@ -120,6 +121,151 @@ Status MarkAcknowledged(PgConn& c, model::AttemptId attempt) {
 long long BackoffSeconds(int failures) {
   long long s = 5LL << std::min(std::max(failures - 1, 0), 10);
   return std::min(s, 300LL);
+}
+
+// Appends output of `attempt` inside the caller's transaction (see AppendLog).
+Status AppendLogInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
+                     const std::string& data, std::int64_t cap_bytes, const AttemptAuth& auth) {
+  ASSIGN_OR_RETURN(Fenced att, CheckFence(c, attempt, lease_epoch, auth));
+  const auto size = static_cast<std::int64_t>(data.size());
+  // Past the cap, output is counted rather than kept: one chatty job cannot fill the disk.
+  const bool keep = att.log_bytes + size <= cap_bytes;
+  RETURN_IF_ERROR(c.Exec("log_account",
+                         "UPDATE attempts SET log_bytes = log_bytes + $2,"
+                         " log_dropped_bytes = log_dropped_bytes + $3,"
+                         " acked_at = coalesce(acked_at, now()) WHERE id = $1",
+                         {std::to_string(attempt), std::to_string(keep ? size : 0),
+                          std::to_string(keep ? 0 : size)})
+                      .status());
+  if (keep) {
+    RETURN_IF_ERROR(c.Exec("log_insert",
+                           "INSERT INTO attempt_logs (job_id, attempt_id, data) VALUES ($1, $2, $3)",
+                           {att.job_id, std::to_string(attempt), data})
+                        .status());
+  }
+  return Status::Ok();
+}
+
+// Ends `attempt` and moves its job, inside the caller's transaction; returns the job id.
+// Fenced as CommitCheckpoint, except that a late result is taken (decision 0019).
+StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
+                                 Outcome outcome, std::optional<int> exit_code,
+                                 const AttemptAuth& auth) {
+  auto fenced = CheckFence(c, attempt, lease_epoch, auth);
+  bool late = false;
+  if (!fenced.ok()) {
+    if (fenced.status().code() != StatusCode::kConflict || outcome == Outcome::kPreempted) {
+      return fenced.status();
+    }
+    // A late result (decision 0019): the node was declared lost while the attempt had
+    // already ended there, and its worker reports now, with the attempt's own fence. As
+    // long as the job was not placed again, the result stands, so finished work is never
+    // run twice. (The ledger keeps what it billed when the node was lost.)
+    ASSIGN_OR_RETURN(auto r, c.Exec("finish_late",
+                                    "SELECT a.job_id, n.name FROM attempts a JOIN nodes n ON"
+                                    " n.id = a.node_id JOIN jobs j ON j.id = a.job_id"
+                                    " WHERE a.id = $1 AND a.lease_epoch = $2 AND a.node_id = $3"
+                                    " AND a.fence = $4 AND a.end_reason = 'node_lost'"
+                                    " AND j.state = 'pending' AND j.attempt_count = a.number"
+                                    " FOR UPDATE OF a, j",
+                                    {std::to_string(attempt), std::to_string(lease_epoch),
+                                     std::to_string(auth.node_id), auth.fence}));
+    if (r.rows() == 0) return fenced.status();
+    late = true;
+    fenced = Fenced{r.Text(0, 0), r.Text(0, 1)};
+  }
+  const Fenced& att = *fenced;
+  RETURN_IF_ERROR(c.Exec("finish_attempt",
+                         "UPDATE attempts SET ended_at = coalesce(ended_at,"
+                         " greatest(now(), started_at)), end_reason = $2, exit_code = $3,"
+                         // A late result for an attempt settled unbilled (no worker had
+                         // acknowledged it) proves it ran: bill it now, below.
+                         " billed = billed AND acked_at IS NOT NULL,"
+                         " acked_at = coalesce(acked_at, now()) WHERE id = $1",
+                         {std::to_string(attempt), ToString(outcome),
+                          exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
+                      .status());
+  const std::string& job_id = att.job_id;
+  const std::string& node = att.node;
+  const std::string from = late ? "pending" : "running";
+  ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
+                                  "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
+                                  " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
+                                  {job_id, from}));
+  if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not " + from);
+  int failures = static_cast<int>(j.Int(0, 0));
+  const int max_attempts = static_cast<int>(j.Int(0, 1));
+  const bool cancel_requested = j.Bool(0, 2);
+  const long long idle_requeues = j.Int(0, 3);
+  std::string to, reason;
+  long long backoff = 0;
+  switch (outcome) {
+    case Outcome::kSucceeded:
+      to = "succeeded";
+      reason = "succeeded on " + node;
+      break;
+    case Outcome::kFailed:
+      ++failures;
+      if (failures >= max_attempts || cancel_requested) {
+        to = cancel_requested ? "cancelled" : "failed";
+        reason = "failed on " + node + " (exit " +
+                 (exit_code ? std::to_string(*exit_code) : "unknown") + "); " +
+                 std::to_string(failures) + " of " + std::to_string(max_attempts) +
+                 " attempts used";
+      } else {
+        to = "pending";
+        backoff = BackoffSeconds(failures);
+        reason = "failed on " + node + " (exit " +
+                 (exit_code ? std::to_string(*exit_code) : "unknown") + "); retry " +
+                 std::to_string(failures + 1) + " of " + std::to_string(max_attempts) +
+                 " after " + std::to_string(backoff) + "s backoff";
+      }
+      break;
+    case Outcome::kTimedOut:
+      to = "timed_out";
+      reason = "exceeded max_runtime on " + node;
+      break;
+    case Outcome::kCancelled:
+      to = "cancelled";
+      reason = "cancelled; stopped on " + node;
+      break;
+    case Outcome::kPreempted:
+      // Preemptions never count against max_attempts.
+      to = cancel_requested ? "cancelled" : "pending";
+      reason = cancel_requested
+                   ? "cancelled; stopped on " + node + " (it was also preempted)"
+                   : "preempted on " + node + "; resuming from the latest checkpoint";
+      break;
+  }
+  if (att.idle_stopped && !cancel_requested &&
+      (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
+    // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
+    if (outcome == Outcome::kPreempted) {
+      reason = "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint";
+    } else if (idle_requeues > 0) {
+      reason = "stopped: GPUs idle on " + node + " again after " +
+               std::to_string(idle_requeues) + " idle requeue(s)";
+    } else {
+      reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
+    }
+  }
+  if (late) reason = "reported after node " + node + " was declared lost: " + reason;
+  const bool terminal = to != "pending";
+  RETURN_IF_ERROR(c.Exec("finish_job_update",
+                         "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
+                         " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
+                         " make_interval(secs => $5::bigint) ELSE NULL END,"
+                         " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
+                         " updated_at = now() WHERE id = $1",
+                         {job_id, to, reason, std::to_string(failures), std::to_string(backoff),
+                          terminal ? "true" : "false"})
+                      .status());
+  RETURN_IF_ERROR(c.Exec("finish_event",
+                         "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
+                         " VALUES ($1, 'state_changed', $4, $2, $3)",
+                         {job_id, to, reason, from})
+                      .status());
+  return att.job_id;
 }
 
 }  // namespace
@@ -331,23 +477,7 @@ Status PgStore::AppendLog(model::AttemptId attempt, std::int64_t lease_epoch,
                           const std::string& data, std::int64_t cap_bytes,
                           const AttemptAuth& auth) {
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    ASSIGN_OR_RETURN(Fenced att, CheckFence(c, attempt, lease_epoch, auth));
-    const auto size = static_cast<std::int64_t>(data.size());
-    // Past the cap, output is counted rather than kept: one chatty job cannot fill the disk.
-    const bool keep = att.log_bytes + size <= cap_bytes;
-    RETURN_IF_ERROR(c.Exec("log_account",
-                           "UPDATE attempts SET log_bytes = log_bytes + $2,"
-                           " log_dropped_bytes = log_dropped_bytes + $3,"
-                           " acked_at = coalesce(acked_at, now()) WHERE id = $1",
-                           {std::to_string(attempt), std::to_string(keep ? size : 0),
-                            std::to_string(keep ? 0 : size)})
-                        .status());
-    if (keep) {
-      RETURN_IF_ERROR(c.Exec("log_insert",
-                             "INSERT INTO attempt_logs (job_id, attempt_id, data) VALUES ($1, $2, $3)",
-                             {att.job_id, std::to_string(attempt), data})
-                          .status());
-    }
+    RETURN_IF_ERROR(AppendLogInTx(c, attempt, lease_epoch, data, cap_bytes, auth));
     return 1;
   }).status();
 }
@@ -356,120 +486,8 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                                             Outcome outcome, std::optional<int> exit_code,
                                             const AttemptAuth& auth) {
   return InTransaction<model::Job>(pool_, [&](PgConn& c) -> StatusOr<model::Job> {
-    auto fenced = CheckFence(c, attempt, lease_epoch, auth);
-    bool late = false;
-    if (!fenced.ok()) {
-      if (fenced.status().code() != StatusCode::kConflict || outcome == Outcome::kPreempted) {
-        return fenced.status();
-      }
-      // A late result (decision 0019): the node was declared lost while the attempt had
-      // already ended there, and its worker reports now, with the attempt's own fence. As
-      // long as the job was not placed again, the result stands, so finished work is never
-      // run twice. (The ledger keeps what it billed when the node was lost.)
-      ASSIGN_OR_RETURN(auto r, c.Exec("finish_late",
-                                      "SELECT a.job_id, n.name FROM attempts a JOIN nodes n ON"
-                                      " n.id = a.node_id JOIN jobs j ON j.id = a.job_id"
-                                      " WHERE a.id = $1 AND a.lease_epoch = $2 AND a.node_id = $3"
-                                      " AND a.fence = $4 AND a.end_reason = 'node_lost'"
-                                      " AND j.state = 'pending' AND j.attempt_count = a.number"
-                                      " FOR UPDATE OF a, j",
-                                      {std::to_string(attempt), std::to_string(lease_epoch),
-                                       std::to_string(auth.node_id), auth.fence}));
-      if (r.rows() == 0) return fenced.status();
-      late = true;
-      fenced = Fenced{r.Text(0, 0), r.Text(0, 1)};
-    }
-    const Fenced& att = *fenced;
-    RETURN_IF_ERROR(c.Exec("finish_attempt",
-                           "UPDATE attempts SET ended_at = coalesce(ended_at,"
-                           " greatest(now(), started_at)), end_reason = $2, exit_code = $3,"
-                           // A late result for an attempt settled unbilled (no worker had
-                           // acknowledged it) proves it ran: bill it now, below.
-                           " billed = billed AND acked_at IS NOT NULL,"
-                           " acked_at = coalesce(acked_at, now()) WHERE id = $1",
-                           {std::to_string(attempt), ToString(outcome),
-                            exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
-                        .status());
-    const std::string& job_id = att.job_id;
-    const std::string& node = att.node;
-    const std::string from = late ? "pending" : "running";
-    ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
-                                    "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
-                                    " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
-                                    {job_id, from}));
-    if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not " + from);
-    int failures = static_cast<int>(j.Int(0, 0));
-    const int max_attempts = static_cast<int>(j.Int(0, 1));
-    const bool cancel_requested = j.Bool(0, 2);
-    const long long idle_requeues = j.Int(0, 3);
-    std::string to, reason;
-    long long backoff = 0;
-    switch (outcome) {
-      case Outcome::kSucceeded:
-        to = "succeeded";
-        reason = "succeeded on " + node;
-        break;
-      case Outcome::kFailed:
-        ++failures;
-        if (failures >= max_attempts || cancel_requested) {
-          to = cancel_requested ? "cancelled" : "failed";
-          reason = "failed on " + node + " (exit " +
-                   (exit_code ? std::to_string(*exit_code) : "unknown") + "); " +
-                   std::to_string(failures) + " of " + std::to_string(max_attempts) +
-                   " attempts used";
-        } else {
-          to = "pending";
-          backoff = BackoffSeconds(failures);
-          reason = "failed on " + node + " (exit " +
-                   (exit_code ? std::to_string(*exit_code) : "unknown") + "); retry " +
-                   std::to_string(failures + 1) + " of " + std::to_string(max_attempts) +
-                   " after " + std::to_string(backoff) + "s backoff";
-        }
-        break;
-      case Outcome::kTimedOut:
-        to = "timed_out";
-        reason = "exceeded max_runtime on " + node;
-        break;
-      case Outcome::kCancelled:
-        to = "cancelled";
-        reason = "cancelled; stopped on " + node;
-        break;
-      case Outcome::kPreempted:
-        // Preemptions never count against max_attempts.
-        to = cancel_requested ? "cancelled" : "pending";
-        reason = cancel_requested
-                     ? "cancelled; stopped on " + node + " (it was also preempted)"
-                     : "preempted on " + node + "; resuming from the latest checkpoint";
-        break;
-    }
-    if (att.idle_stopped && !cancel_requested &&
-        (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
-      // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
-      if (outcome == Outcome::kPreempted) {
-        reason = "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint";
-      } else if (idle_requeues > 0) {
-        reason = "stopped: GPUs idle on " + node + " again after " +
-                 std::to_string(idle_requeues) + " idle requeue(s)";
-      } else {
-        reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
-      }
-    }
-    if (late) reason = "reported after node " + node + " was declared lost: " + reason;
-    const bool terminal = to != "pending";
-    RETURN_IF_ERROR(c.Exec("finish_job_update",
-                           "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
-                           " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
-                           " make_interval(secs => $5::bigint) ELSE NULL END,"
-                           " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
-                           " updated_at = now() WHERE id = $1",
-                           {job_id, to, reason, std::to_string(failures), std::to_string(backoff),
-                            terminal ? "true" : "false"})
-                        .status());
-    RETURN_IF_ERROR(c.Exec("finish_event",
-                           "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                           " VALUES ($1, 'state_changed', $4, $2, $3)",
-                           {job_id, to, reason, from})
-                        .status());
+    ASSIGN_OR_RETURN(std::string job_id,
+                     FinishInTx(c, attempt, lease_epoch, outcome, exit_code, auth));
     RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
     ASSIGN_OR_RETURN(auto job, c.Exec("job_by_id_plain",
                                       std::string("SELECT ") + pg::kJobColumns +
@@ -477,6 +495,51 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
                                           " JOIN users u ON u.id = j.user_id WHERE j.id = $1",
                                       {job_id}));
     return pg::ParseJob(job, 0);
+  });
+}
+
+StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
+    const std::vector<FinishReport>& reports, std::int64_t log_cap_bytes, const AttemptAuth& node) {
+  using Results = std::vector<FinishResult>;
+  return InTransaction<Results>(pool_, [&](PgConn& c) -> StatusOr<Results> {
+    Results out(reports.size());
+    std::string ids;  // a bigint[] literal of the finished jobs
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const FinishReport& r = reports[i];
+      const AttemptAuth auth{node.node_id, r.fence};
+      // A refused report undoes only its own statements; the batch goes on.
+      RETURN_IF_ERROR(c.ExecScript("SAVEPOINT finish_one").status());
+      Status st = r.log.empty()
+                      ? Status::Ok()
+                      : AppendLogInTx(c, r.attempt_id, r.lease_epoch, r.log, log_cap_bytes, auth);
+      StatusOr<std::string> job = st.ok() ? FinishInTx(c, r.attempt_id, r.lease_epoch, r.outcome,
+                                                       r.exit_code, auth)
+                                          : StatusOr<std::string>(st);
+      if (!job.ok()) {
+        // Not a refusal but a broken connection: the whole batch fails and is retried.
+        if (job.status().code() == StatusCode::kUnavailable) return job.status();
+        RETURN_IF_ERROR(c.ExecScript("ROLLBACK TO SAVEPOINT finish_one").status());
+        out[i].status = job.status();
+        continue;
+      }
+      RETURN_IF_ERROR(c.ExecScript("RELEASE SAVEPOINT finish_one").status());
+      out[i].job_id = std::stoll(*job);
+      ids += (ids.empty() ? "" : ",") + *job;
+    }
+    RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
+    if (ids.empty()) return out;
+    ASSIGN_OR_RETURN(auto states, c.Exec("finish_batch_states",
+                                         "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",
+                                         {"{" + ids + "}"}));
+    std::map<std::int64_t, model::JobState> by_id;
+    for (int k = 0; k < states.rows(); ++k) {
+      auto state = model::ParseJobState(states.Text(k, 1));
+      if (state.ok()) by_id[states.Int(k, 0)] = *state;
+    }
+    for (auto& result : out) {
+      if (result.status.ok()) result.state = by_id[result.job_id];
+    }
+    return out;
   });
 }
 
