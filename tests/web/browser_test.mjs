@@ -10,7 +10,10 @@
 //   d. the Cost page's totals equal `frugal cost -o json`'s, to the micro-dollar; the Admin
 //      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing; its Nodes
 //      card lists the workers and shows a node drained with `frugal admin node drain`;
-//   e. no page threw a script error. Screenshots of every page go to FRUGAL_ARTIFACTS.
+//   e. a job array is one row of the Jobs table (its tasks by state, the sweep's cost), its
+//      name with HTML in it shown as text, that expands on a click into its tasks with their
+//      indices, 50 at a time; a page that ends inside an array goes on below it;
+//   f. no page threw a script error. Screenshots of every page go to FRUGAL_ARTIFACTS.
 // Environment: FRUGAL_SCHEDULER_BIN, FRUGAL_CLI_BIN, FRUGAL_SOURCE_DIR, FRUGAL_ARTIFACTS,
 // CHROMIUM (default /usr/bin/chromium).
 import assert from 'node:assert/strict';
@@ -288,6 +291,78 @@ try {
     /a100-spot.*2 × a100 80 GB.*draining \(admin by admin\)/);
   await shot('admin');
   cli(admin, ['admin', 'node', 'undrain', spot]);
+
+  // e. A job array is one row of the Jobs table. Its name is other teams' input: HTML in it
+  // is text. Odd indices fail (once: no retry), so its tasks end in two states.
+  const sweepName = '<img src=x onerror="window.__xss=1">sweep<b>';
+  const sweep = JSON.parse(cli(alice, ['submit', '--array', '0-4', '--name', sweepName, '--gpus', '1',
+    '--max-attempts', '1', '--output', 'json', '--', 'bash', '-c', 'exit $((FRUGAL_ARRAY_INDEX % 2))']));
+  log(`submitted array ${sweep.id}`);
+  const sweepDone = await waitFor(`array ${sweep.id} to end`, async () => {
+    const a = await api(`/v1/arrays/${sweep.id}`);
+    return a.states.succeeded === 3 && a.states.failed === 2 ? a : null;
+  }, 180_000);
+  const sweepTasks = (await api(`/v1/jobs?array=${sweep.id}`)).jobs;
+  assert.equal(sweepTasks.length, 5);
+  apiCalls = [];
+  await open('#/jobs', '[data-testid=jobs-table]');
+  const sweepRow = page.locator(`tr[data-array="${sweep.id}"]`);
+  assert.equal(await sweepRow.count(), 1, 'the array is one row');
+  for (const t of sweepTasks)
+    assert.equal(await page.locator(`tr[data-job="${t.id}"]`).count(), 0, `task ${t.id} listed before the array is expanded`);
+  assert.equal(await sweepRow.locator('[data-testid=array-states]').textContent(), '3 succeeded · 2 failed');
+  assert.equal(await sweepRow.locator('[data-testid=array-cost]').getAttribute('data-micros'),
+    String(sweepDone.cost_micros), 'the row shows the sweep\'s cost');
+  assert.ok((await sweepRow.textContent()).includes(sweepName), 'the array\'s name, as text');
+  assert.equal(await page.locator('[data-testid=jobs-table] img, [data-testid=jobs-table] b').count(), 0,
+    'the name was parsed as HTML');
+  assert.deepEqual(apiCalls, ['/v1/whoami', '/v1/jobs', `/v1/arrays/${sweep.id}`],
+    'one list request, and one per array on the page');
+  await sweepRow.click();
+  await page.waitForSelector(`tr[data-array-task="${sweep.id}"]`, { timeout: kLimitMs });
+  const taskRows = page.locator(`tr[data-array-task="${sweep.id}"][data-job]`);
+  assert.equal(await taskRows.count(), 5);
+  for (const t of sweepTasks) {
+    const r = page.locator(`tr[data-job="${t.id}"]`);
+    assert.equal(await r.locator('[data-testid=task-index]').textContent(), `[${t.array_index}] `);
+    assert.ok((await r.textContent()).includes(t.state), `task ${t.id} shows its state ${t.state}`);
+  }
+  assert.deepEqual((await taskRows.locator('[data-testid=task-index]').allTextContents()).sort(),
+    ['[0] ', '[1] ', '[2] ', '[3] ', '[4] ']);
+  assert.equal(await page.locator('[data-testid=jobs-table] img, [data-testid=jobs-table] b').count(), 0);
+  assert.equal(await sweepRow.locator('[data-testid=array-toggle]').getAttribute('aria-expanded'), 'true');
+  await shot('jobs-array');
+  await sweepRow.click();
+  await waitFor('a second click to fold the tasks away', async () => (await taskRows.count()) === 0);
+  assert.equal(await page.evaluate(() => window.__xss), undefined, 'the name ran as HTML');
+
+  // An array longer than a page: one task runs at a time, so 54 wait. The first page is
+  // all its tasks, one row; expanded, its tasks come 50 at a time; the older page goes on
+  // below the array, with the first one and the jobs before it.
+  const long = JSON.parse(cli(alice, ['submit', '--array', '0-54%1', '--name', 'browser-long',
+    '--gpus', '1', '--output', 'json', '--', 'sleep', '600']));
+  log(`submitted array ${long.id}`);
+  await waitFor(`array ${long.id} to run a task`, async () => (await api(`/v1/arrays/${long.id}`)).states.running === 1);
+  await open('#/jobs', '[data-testid=jobs-table]');
+  const longRow = page.locator(`tr[data-array="${long.id}"]`);
+  assert.equal(await page.locator('[data-testid=jobs-table] tbody tr').count(), 1, 'the first page is the array, one row');
+  assert.equal(await longRow.locator('[data-testid=array-states]').textContent(), '54 pending · 1 running');
+  assert.match(await longRow.textContent(), /runs at most 1 task at once/);
+  await longRow.locator('[data-testid=array-toggle]').click();
+  await page.waitForSelector('[data-testid=more-tasks]', { timeout: kLimitMs });
+  const longTasks = page.locator(`tr[data-array-task="${long.id}"][data-job]`);
+  assert.equal(await longTasks.count(), 50);
+  assert.match(await page.textContent('[data-testid=more-tasks]'), /50 of 55 shown/);
+  await page.click('[data-testid=more-tasks]');
+  await waitFor('the rest of the tasks', async () => (await longTasks.count()) === 55);
+  assert.ok(await page.isHidden('[data-testid=more-tasks]'), 'no more tasks to show');
+  assert.deepEqual((await longTasks.locator('[data-testid=task-index]').allTextContents())
+    .map((t) => Number(t.slice(1, -2))).sort((x, y) => x - y), [...Array(55).keys()]);
+  await page.click('[data-testid=older-jobs]');
+  await page.waitForSelector(`tr[data-array="${sweep.id}"]`, { timeout: kLimitMs });
+  assert.equal(await page.locator(`tr[data-array="${long.id}"]`).count(), 0, 'the older page repeats the array');
+  assert.equal(await page.locator(`tr[data-job="${id}"]`).count(), 1, 'the older page goes on with the jobs');
+  cli(alice, ['cancel', '--array', String(long.id)]);
 
   // A researcher sees the same dashboard, scoped to the team, without the Admin page.
   await page.click('#logout');
