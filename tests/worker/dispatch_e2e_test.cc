@@ -179,19 +179,18 @@ TEST_F(DispatchE2eTest, BatchedFinishJudgesEachReportAlone) {
   const std::string cred = r.body["node_credential"];
   const auto epoch = r.body["lease_epoch"].get<std::int64_t>();
   const auto a = Submit({"/bin/true"}), b = Submit({"/bin/true"});
-  // Both land on api-f; a heartbeat hands out their fences.
-  json orders = json::array();
+  // Both land on api-f; heartbeats hand out their fences (again, until acknowledged).
+  json by_job = json::object();
   ASSERT_TRUE(WaitFor(
       [&] {
         auto hb = sched_->Call("POST", "/v1/workers/heartbeat", cred,
                                json({{"node", "api-f"}, {"lease_epoch", epoch}}).dump());
-        for (const auto& o : hb.body.value("assignments", json::array())) orders.push_back(o);
-        return orders.size() == 2;
+        for (const auto& o : hb.body.value("assignments", json::array()))
+          by_job[std::to_string(o["job_id"].get<std::int64_t>())] = o;
+        return by_job.size() == 2;
       },
       seconds(10)))
-      << orders.dump();
-  json by_job;
-  for (const auto& o : orders) by_job[std::to_string(o["job_id"].get<std::int64_t>())] = o;
+      << by_job.dump();
   const json oa = by_job[std::to_string(a)], ob = by_job[std::to_string(b)];
   auto report = [&](const json& o, const std::string& fence) {
     return json({{"attempt_id", o["attempt_id"]}, {"lease_epoch", epoch}, {"fence", fence},

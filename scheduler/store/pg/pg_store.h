@@ -159,8 +159,20 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore {
   // Why the term this store held has ended (reads the row), for the log.
   std::string LostReason(PgConn& c, std::int64_t term);
 
+  // Fair share's input (decision 0028): each team's decayed GPU-hours of attempts that
+  // ended up to `cut_us`, as they stood at `at_us` (database time). Retaken every
+  // kFairShareRefresh; between, a snapshot adds only what ended after the cut.
+  struct FairShareBase {
+    std::int64_t at_us = 0;
+    std::int64_t cut_us = 0;
+    std::map<model::TeamId, double> hours;
+  };
+  StatusOr<std::map<model::TeamId, double>> TeamUsage(PgConn& c, std::int64_t now_us);
+
   PgPool pool_;
   pg::AvailabilityCache availability_cache_;  // thread-safe itself
+  std::mutex fair_share_mu_;
+  FairShareBase fair_share_;  // guarded by fair_share_mu_
   const std::string instance_id_;
   std::mutex leader_mu_;
   std::int64_t term_ = 0;                // guarded by leader_mu_; 0: not the leader

@@ -1,5 +1,6 @@
 // The scheduling cycle's I/O: load a consistent snapshot, apply a plan in one transaction.
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -147,21 +148,64 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       s.nodes.push_back(std::move(node));
     }
     ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
-    // Fair share: each team's GPU-hours, halved every 7 days, over the last 8 half-lives.
-    ASSIGN_OR_RETURN(
-        auto u,
-        c.Exec("snapshot_usage",
-               "SELECT j.team_id, sum(a.gpus * extract(epoch from (coalesce(a.ended_at, now())"
-               "   - a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
-               "   coalesce(a.ended_at, now()))) / 604800.0))"
-               " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-               " WHERE a.ended_at IS NULL OR a.ended_at > now() - interval '56 days'"
-               " GROUP BY j.team_id"));
-    for (int i = 0; i < u.rows(); ++i) s.team_usage[u.Int(i, 0)] = {u.Double(i, 1), s.now};
+    ASSIGN_OR_RETURN(auto usage, TeamUsage(c, now.Int(0, 0)));
+    for (const auto& [team, hours] : usage) s.team_usage[team] = {hours, s.now};
     ASSIGN_OR_RETURN(s.quotas, pg::LoadQuotas(c));
     ASSIGN_OR_RETURN(s.budgets, pg::LoadBudgets(c));
     return s;
   });
+}
+
+namespace {
+
+// Fair share counts each attempt's GPU-hours halved every 7 days after it ended, over the
+// last 8 half-lives. The cached part is retaken this often; an attempt ending later than
+// the cut, or still running, is read by every snapshot (a few rows, through an index).
+constexpr std::int64_t kFairShareRefreshUs = 10LL * 60 * 1000000;
+// The cut trails the refresh: a transaction that set ended_at = now() before the cut but
+// commits after the refresh read is still counted by the per-snapshot read.
+constexpr std::int64_t kFairShareCutLagUs = 2LL * 60 * 1000000;
+constexpr double kHalfLifeSeconds = 604800.0;
+
+}  // namespace
+
+StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(PgConn& c, std::int64_t now_us) {
+  FairShareBase base;
+  {
+    std::lock_guard<std::mutex> lock(fair_share_mu_);
+    base = fair_share_;
+  }
+  if (base.at_us == 0 || now_us - base.at_us > kFairShareRefreshUs || now_us < base.at_us) {
+    base = FairShareBase{now_us, now_us - kFairShareCutLagUs, {}};
+    ASSIGN_OR_RETURN(
+        auto u, c.Exec("fair_share_base",
+                       "SELECT j.team_id, sum(a.gpus * extract(epoch from (a.ended_at -"
+                       " a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
+                       " a.ended_at)) / 604800.0))"
+                       " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                       " WHERE a.ended_at > now() - interval '56 days'"
+                       " AND a.ended_at <= to_timestamp($1::bigint / 1e6) GROUP BY j.team_id",
+                       {std::to_string(base.cut_us)}));
+    for (int i = 0; i < u.rows(); ++i) base.hours[u.Int(i, 0)] = u.Double(i, 1);
+    std::lock_guard<std::mutex> lock(fair_share_mu_);
+    fair_share_ = base;
+  }
+  ASSIGN_OR_RETURN(
+      auto d, c.Exec("fair_share_recent",
+                     "SELECT j.team_id, sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
+                     " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
+                     " coalesce(a.ended_at, now()))) / 604800.0))"
+                     " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                     " WHERE a.ended_at > to_timestamp($1::bigint / 1e6) OR a.ended_at IS NULL"
+                     " GROUP BY j.team_id",
+                     {std::to_string(base.cut_us)}));
+  // Every term of the base decays by the same factor since it was taken.
+  const double decay =
+      std::pow(0.5, static_cast<double>(now_us - base.at_us) / 1e6 / kHalfLifeSeconds);
+  std::map<model::TeamId, double> out;
+  for (const auto& [team, hours] : base.hours) out[team] = hours * decay;
+  for (int i = 0; i < d.rows(); ++i) out[d.Int(i, 0)] += d.Double(i, 1);
+  return out;
 }
 
 namespace pg {

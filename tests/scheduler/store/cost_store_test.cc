@@ -115,6 +115,55 @@ TEST_F(CostStoreTest, GapsBetweenNodeLivesTeachThePoolItsMeanOutage) {
   EXPECT_NEAR(Snap().pools[0].mean_outage_hours, 2.0, 1e-6);
 }
 
+// Fair share from a cached total plus what ended since (decision 0028) equals the sum over
+// every attempt of the last 56 days, when the total is taken and from the cache after.
+TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
+  Register("n1");
+  for (int i = 0; i < 3; ++i) Submit();
+  Start();
+  Sql("UPDATE attempts SET started_at = now() - interval '3 days 2 hours',"
+      " ended_at = now() - interval '3 days', end_reason = 'succeeded'"
+      " WHERE id = (SELECT min(id) FROM attempts)");
+  Sql("UPDATE attempts SET started_at = now() - interval '10 days 5 hours',"
+      " ended_at = now() - interval '10 days', end_reason = 'failed'"
+      " WHERE id = (SELECT min(id) + 1 FROM attempts)");
+  Sql("UPDATE attempts SET started_at = now() - interval '1 hour' WHERE ended_at IS NULL");
+  // The definition, over every attempt (what each snapshot summed before the cache).
+  auto full = [&] {
+    auto c = PgConn::Connect(conninfo_);
+    EXPECT_TRUE(c.ok());
+    auto r = (*c)->Exec("full",
+                        "SELECT coalesce(sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
+                        " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from"
+                        " (now() - coalesce(a.ended_at, now()))) / 604800.0)), 0)"
+                        " FROM attempts a WHERE a.ended_at IS NULL"
+                        " OR a.ended_at > now() - interval '56 days'",
+                        {});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->Double(0, 0) : -1.0;
+  };
+  // A scheduler that starts now takes its cached total from these attempts. (store_ took
+  // its own when Start() read a snapshot, before the attempts were moved into the past,
+  // which a real attempt's end never is.)
+  PgStore fresh(conninfo_, 2);
+  auto snap = [&] {
+    auto s = fresh.LoadSnapshot(100);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? s->team_usage[admin_.team_id].gpu_hours : -1.0;
+  };
+  const double first = snap();
+  EXPECT_NEAR(first, full(), 1e-3);
+  EXPECT_GT(first, 1.0);  // 2 h x 0.74 + 5 h x 0.37 + 1 h running
+  // The running attempt ends now, after the cached total was taken: the next snapshot adds
+  // it from the recent read, and still matches.
+  Sql("UPDATE attempts SET ended_at = now(), end_reason = 'succeeded' WHERE ended_at IS NULL");
+  Sql("UPDATE attempts SET started_at = now() - interval '4 hours'"
+      " WHERE id = (SELECT max(id) FROM attempts)");
+  const double second = snap();
+  EXPECT_NEAR(second, full(), 1e-3);
+  EXPECT_GT(second, first + 2.5);  // the last attempt now counts 4 h, not 1 h
+}
+
 TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {
   auto reg = Register("n1");
   model::JobId job = Submit();
