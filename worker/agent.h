@@ -146,7 +146,8 @@ class Agent {
   enum class Next { kKeep, kDone, kFinish };
   void ServiceAttempts();
   Next Service(Attempt& a);
-  bool TakeFinalLog(Attempt& a);  // true: the rest of its output is in a.final_log
+  bool TakeFinalLog(Attempt& a);
+  void SweepEnded();  // true: the rest of its output is in a.final_log
   // Reports the ended attempts `ids` in one POST /v1/workers/finish (one by one through
   // Finish() when the scheduler has no batch route), forgetting those it need not retry.
   void FinishReady(const std::vector<std::int64_t>& ids);
@@ -171,6 +172,9 @@ class Agent {
   GpuStatsFn gpu_stats_;
   SleepFn sleep_;
   std::atomic<bool> dispatch_{false};
+  std::set<uid_t> reachable_uids_;
+  std::vector<JobIdentity> ended_uids_;  // reaped this pass: swept, then released
+  std::optional<std::set<uid_t>> busy_uids_;  // while starting one reply's assignments  // uids whose jobs were seen to reach the work dir
   bool batch_finish_ = true;  // false once the scheduler answered 404 (an older one)
 
   std::string join_token_;        // the token this worker joins with (never sent afterwards)

@@ -120,7 +120,13 @@ Status Agent::PrepareDirs(const Attempt& a, const std::string& checkpoint_dir) {
   RETURN_IF_ERROR(OwnedDir(a.spool(), a.identity, 0700));
   RETURN_IF_ERROR(OwnedDir(checkpoint_dir, a.identity, 0700));
   if (a.identity) ChownTree(checkpoint_dir, *a.identity);
-  return job_users_.CheckReachable(a.identity, a.job_dir());
+  // Checked once per uid: the check forks, and what it depends on (the work dir's parents;
+  // the attempt dir, 0711, and the job dir, the uid's own, are made above) is the same for
+  // every attempt.
+  if (!a.identity || reachable_uids_.count(a.identity->uid)) return Status::Ok();
+  RETURN_IF_ERROR(job_users_.CheckReachable(a.identity, a.job_dir()));
+  reachable_uids_.insert(a.identity->uid);
+  return Status::Ok();
 }
 
 void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
@@ -130,7 +136,7 @@ void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
   fresh.started_at = clock_.Now();
   fresh.lease_epoch = lease_epoch_;
   fresh.secret = NewSecretHex();
-  auto identity = job_users_.Acquire();
+  auto identity = job_users_.Acquire(busy_uids_ ? &*busy_uids_ : nullptr);
   if (identity.ok()) fresh.identity = *identity;
   Attempt& a = Track(std::move(fresh));
   const std::string checkpoint_dir = FrugalEnv(a).at("FRUGAL_CHECKPOINT_DIR");
@@ -240,7 +246,19 @@ void Agent::ServiceAttempts() {
     if (next == Next::kFinish) ready.push_back(it->first);
     it = next == Next::kDone ? attempts_.erase(it) : std::next(it);
   }
+  SweepEnded();  // before the reports free the GPUs for other jobs
   if (!ready.empty()) FinishReady(ready);
+}
+
+void Agent::SweepEnded() {
+  if (ended_uids_.empty()) return;
+  std::vector<uid_t> own;
+  for (const auto& id : ended_uids_) {
+    if (id.own_uid) own.push_back(id.uid);
+  }
+  job_users_.Sweep(own);
+  for (const auto& id : ended_uids_) job_users_.Release(id.uid);
+  ended_uids_.clear();
 }
 
 Agent::Next Agent::Service(Attempt& a) {
@@ -371,9 +389,9 @@ void Agent::Reap(Attempt& a) {
   gpus_.Release(a.gpu_indices);
   a.gpu_indices.clear();
   if (a.identity) {
-    // Whatever the job left under its uid (daemons, setsid escapees) dies with it.
-    if (a.identity->own_uid) job_users_.Sweep(a.identity->uid);
-    job_users_.Release(a.identity->uid);
+    // Whatever the job left under its uid (daemons, setsid escapees) dies with it, swept
+    // with the other uids that ended in this pass (one scan of /proc), then released.
+    ended_uids_.push_back(*a.identity);
   }
   if (!a.report) return;
   SaveState(a);  // the result survives a worker restart until the scheduler has it

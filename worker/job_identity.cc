@@ -98,12 +98,16 @@ StatusOr<JobUsers> JobUsers::Create(const std::string& job_user, const std::stri
   return out;
 }
 
-StatusOr<std::optional<JobIdentity>> JobUsers::Acquire() {
+StatusOr<std::optional<JobIdentity>> JobUsers::Acquire(const std::set<uid_t>* busy) {
   if (uids_.empty()) return std::optional<JobIdentity>();
   if (!per_attempt()) return std::optional<JobIdentity>(JobIdentity{uids_[0], gid_, false});
-  const std::set<uid_t> busy = UidsWithProcesses();
+  std::set<uid_t> scanned;
+  if (busy == nullptr) {
+    scanned = UidsWithProcesses();
+    busy = &scanned;
+  }
   for (uid_t u : uids_) {
-    if (held_.count(u) || busy.count(u) || !Lock(u)) continue;
+    if (held_.count(u) || busy->count(u) || !Lock(u)) continue;
     return std::optional<JobIdentity>(JobIdentity{u, gid_, true});
   }
   return FailedPrecondition("every uid of job_uids is in use; widen the range");
@@ -157,6 +161,14 @@ void JobUsers::Sweep(uid_t uid) {
   } else if (Lock(uid)) {
     KillAllOf(uid);
     Unlock(uid);
+  }
+}
+
+void JobUsers::Sweep(const std::vector<uid_t>& uids) {
+  if (!per_attempt() || uids.empty()) return;
+  const std::set<uid_t> busy = UidsWithProcesses();
+  for (uid_t u : uids) {
+    if (busy.count(u)) Sweep(u);
   }
 }
 

@@ -49,7 +49,9 @@ class JobUsers {
   // lock file per uid under kUidLockDir, held while the attempt runs, so several workers on
   // one host never share one) and under which no process runs. nullopt when jobs run as the worker. ResourceExhausted-like
   // FailedPrecondition when every uid is taken.
-  StatusOr<std::optional<JobIdentity>> Acquire();
+  // `busy`: the uids with processes, if the caller scanned them already (one scan of /proc
+  // for many acquisitions in a row); otherwise Acquire scans.
+  StatusOr<std::optional<JobIdentity>> Acquire(const std::set<uid_t>* busy = nullptr);
   void Release(uid_t uid);
   // An identity jobs may run as, without taking it (to check what jobs can reach).
   std::optional<JobIdentity> Sample() const;
@@ -62,6 +64,9 @@ class JobUsers {
   // Kills every process running as `uid` (setsid escapees included), if it is a uid of the
   // range that this worker holds, or that no one on this host holds.
   void Sweep(uid_t uid);
+  // Sweep() for each of `uids` with one scan of /proc: only a uid that still has processes
+  // costs more (the kill and its rescans).
+  void Sweep(const std::vector<uid_t>& uids);
 
   // Ok when a process with `id` can reach (search) `path`; otherwise FailedPrecondition
   // naming the path and what to change.
