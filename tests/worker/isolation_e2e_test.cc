@@ -289,6 +289,34 @@ TEST_F(IsolationE2eTest, KilledWorkersJobsDieWithItAndNeverRunTwice) {
   ExpectInvariants();
 }
 
+// What a job leaves behind in another session (setsid escapes the group kill) dies when the
+// job ends: the uid sweep at reap (one scan of /proc per pass, decision 0027).
+TEST_F(IsolationE2eTest, AProcessAJobLeftInAnotherSessionDiesWhenTheJobEnds) {
+  auto worker = std::make_unique<WorkerProcess>(Options("node-e"));
+  // The escapee writes its own pid (setsid may fork, so $! would be the wrong process) and
+  // the job waits until it has.
+  const auto job = Submit(
+      "setsid bash -c 'echo $$ > \"$SHARED/escapee.tmp\"; mv \"$SHARED/escapee.tmp\" "
+      "\"$SHARED/escapee\"; exec sleep 600' </dev/null >/dev/null 2>&1 & "
+      "while [ ! -s \"$SHARED/escapee\" ]; do sleep 0.05; done");
+  ASSERT_TRUE(WaitFor([&] { return State(job) == "succeeded"; }, 60s))
+      << Job(job).dump(2) << worker->process().Stderr();
+  std::ifstream in(shared_ + "/escapee");
+  pid_t pid = 0;
+  ASSERT_TRUE(in >> pid) << "the job did not record its escapee";
+  auto alive = [pid] {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("State:", 0) == 0) return line.find('Z') == std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitFor([&] { return !alive(); }, 10s)) << "pid " << pid << " outlived its job";
+  if (alive()) kill(pid, SIGKILL);
+  ExpectInvariants();
+}
+
 // Hole 8: a job that finished while the scheduler was unreachable for longer than the
 // lease ran again.
 TEST_F(IsolationE2eTest, AResultReportedAfterTheSchedulerWasUnreachableIsNotRunAgain) {
