@@ -98,6 +98,31 @@ void AddSpendFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
   }
 }
 
+// The exec provider's instances (issue 18): how many are starting, running, being destroyed,
+// and what ended how, so a broken create script or a leak shows on a dashboard.
+void AddInstanceFamilies(metrics::Registry& r, const std::vector<store::Instance>& rows) {
+  auto& now = r.Gauge("frugal_instances",
+                      "Cloud instances of exec pools not yet gone, by pool and state (creating, "
+                      "booting, running, destroying); leaked ones are also counted as leaked.",
+                      {"pool", "state"});
+  auto& ended = r.Counter("frugal_instances_ended_total",
+                          "Exec-pool instances ended, by pool and reason (idle, boot_timeout, "
+                          "node_lost, leak, vanished, stockout, create_failed).",
+                          {"pool", "reason"});
+  auto& cost = r.Counter("frugal_instance_cost_dollars_total",
+                         "What the exec pools' instances cost (created to ended), by pool.",
+                         {"pool"});
+  for (const auto& x : rows) {
+    cost.Inc({x.pool}, Dollars(x.cost_micros));
+    if (x.state == store::InstanceState::kGone) {
+      ended.Inc({x.pool, x.reason}, 1);
+    } else {
+      now.Inc({x.pool, store::ToString(x.state)}, 1);
+      if (x.leaked) now.Inc({x.pool, "leaked"}, 1);
+    }
+  }
+}
+
 }  // namespace
 
 void RegisterMetricsRoutes(Router& s, Context& ctx) {
@@ -117,6 +142,10 @@ void RegisterMetricsRoutes(Router& s, Context& ctx) {
             AddAttemptFamilies(scrape, *figures);
             AddPoolFamilies(scrape, *figures);
             AddSpendFamilies(scrape, *figures);
+            if (ctx.options.instances) {
+              auto rows = ctx.options.instances->ListInstances(Timestamp{});
+              if (rows.ok()) AddInstanceFamilies(scrape, *rows);
+            }
           } else {
             // Still answer: latency and error counts matter most while the database is down.
             metrics::CountDatabaseError(figures.status(), "metrics");

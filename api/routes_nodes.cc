@@ -47,7 +47,51 @@ json EncodeNode(const store::NodeInfo& n) {
           {"credential_age_seconds", AgeSeconds(n.credential_issued_at, n.as_of)}};
 }
 
+json EncodeInstance(const store::Instance& x) {
+  return {{"id", x.id},
+          {"pool", x.pool},
+          {"node", x.node},
+          {"instance_id", x.instance_id.empty() ? json(nullptr) : json(x.instance_id)},
+          {"state", store::ToString(x.state)},
+          {"leaked", x.leaked},
+          {"gpus", x.gpus},
+          {"price_per_gpu_hour", FormatDollars(x.rate_micros_per_gpu_hour)},
+          {"requested_at", FormatRfc3339(x.requested_at)},
+          {"created_at", OptTime(x.created_at)},
+          {"registered_at", OptTime(x.registered_at)},
+          {"ended_at", OptTime(x.ended_at)},
+          {"reason", x.reason},
+          {"detail", x.detail},
+          {"cost", FormatDollars(x.cost_micros, true)},
+          {"cost_micros", x.cost_micros}};
+}
+
 void RegisterNodeRoutes(Router& s, Context& ctx) {
+  // The exec provider's cloud instances: those not gone, and with ?all=true every one ever
+  // made, with what each cost and a total to hold against the cloud's bill.
+  s.Get("/v1/admin/instances", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req,
+                                                                 auto&) -> StatusOr<Reply> {
+          RETURN_IF_ERROR(CheckQueryParams(req, {"all"}));
+          const std::string all = req.has_param("all") ? req.get_param_value("all") : "false";
+          if (all != "true" && all != "false")
+            return InvalidArgument("all must be true or false, got '" + all + "'", "all");
+          json out = json::array();
+          Micros total = 0;
+          if (ctx.options.instances) {
+            std::optional<Timestamp> since;
+            if (all == "true") since = Timestamp{};
+            ASSIGN_OR_RETURN(auto rows, ctx.options.instances->ListInstances(since));
+            for (const auto& x : rows) {
+              out.push_back(EncodeInstance(x));
+              total += x.cost_micros;
+            }
+          }
+          return Reply{200, {{"instances", out},
+                             {"cost", FormatDollars(total, true)},
+                             {"cost_micros", total}}};
+        }));
+
+
   s.Get("/v1/admin/nodes", Route(ctx, Access::kAdmin, [&ctx](const httplib::Request& req, auto&)
                                                           -> StatusOr<Reply> {
           RETURN_IF_ERROR(CheckQueryParams(req, {}));

@@ -15,6 +15,7 @@
 #include "scheduler/engine/advisor.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/store/cost_store.h"
+#include "scheduler/store/instance_store.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 
@@ -42,6 +43,9 @@ struct ApiOptions {
   // The database pool's size: user handlers run at most db_pool_size - 2 at once, so the
   // worker protocol and the engine always find a connection.
   int db_pool_size = 8;
+  // The exec provider's instances (issue 18): GET /v1/admin/instances and the
+  // frugal_instances families of /metrics. Null: neither shows any.
+  store::InstanceStore* instances = nullptr;
 };
 
 class ApiServer {

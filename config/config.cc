@@ -80,7 +80,8 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
                                "max_pending_per_cycle, lease_ttl, leader_lease_ttl, "
-                               "heartbeat_interval, availability_refit_interval, worker_bin, local_workers)",
+                               "heartbeat_interval, availability_refit_interval, worker_bin, local_workers, "
+                               "exec_pools)",
                            key);
   }
   return Status::Ok();
@@ -103,6 +104,12 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
       auto workers = ParseLocalWorkers(value);
       if (!workers.ok()) return Status(workers.status().code(), workers.status().message(), key);
       c.local_workers = std::move(*workers);
+      return Status::Ok();
+    }
+    if (key == "exec_pools") {
+      auto pools = ParseExecPools(value);
+      if (!pools.ok()) return Status(pools.status().code(), pools.status().message(), key);
+      c.exec_pools = std::move(*pools);
       return Status::Ok();
     }
     ASSIGN_OR_RETURN(std::string text, ScalarText(key, value));

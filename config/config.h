@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "config/exec_pools.h"
 #include "config/local_workers.h"
 
 namespace frugal::config {
@@ -38,6 +39,8 @@ struct SchedulerConfig {
   Seconds availability_refit_interval{300};
   // The `local` provider: workers this process starts itself (YAML only, not env/flags).
   std::vector<LocalWorkerSpec> local_workers;
+  // The `exec` provider: pools of cloud instances made by admin commands (YAML only).
+  std::vector<ExecPoolSpec> exec_pools;
   std::string worker_bin;  // empty: frugal-worker next to frugal-scheduler
 };
 

@@ -22,7 +22,9 @@
 #include "scheduler/engine/spot_solver.h"
 #include "scheduler/policy/cost_policy.h"
 #include "scheduler/policy/policy.h"
+#include "scheduler/provider/exec_provider.h"
 #include "scheduler/provider/local_provider.h"
+#include "scheduler/provider/providers.h"
 #include "scheduler/store/pg/pg_store.h"
 
 namespace {
@@ -81,13 +83,15 @@ frugal::StatusOr<std::unique_ptr<frugal::provider::LocalProvider>> MakeLocalProv
   return frugal::provider::LocalProvider::Create(std::move(o));
 }
 
-// A worker token of the provider's own (team "system"), minted at each start.
-frugal::StatusOr<std::string> ProviderToken(frugal::store::PgStore& store) {
+// A worker token of a provider's own (team "system"), minted at each start: it only joins
+// nodes (decision 0019).
+frugal::StatusOr<std::string> ProviderToken(frugal::store::PgStore& store,
+                                            const std::string& label) {
   if (auto team = store.CreateTeam("system");
       !team.ok() && team.status().code() != frugal::StatusCode::kConflict)
     return team.status();
   const std::string token = frugal::NewToken();
-  auto issued = store.CreateToken("system", "local-provider", frugal::store::Role::kWorker,
+  auto issued = store.CreateToken("system", label, frugal::store::Role::kWorker,
                                   frugal::Sha256Hex(token));
   if (!issued.ok()) return issued.status();
   return token;
@@ -117,6 +121,21 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::SystemClock clock;
   auto local = MakeLocalProvider(cfg);
   if (!local.ok()) return Fail(local.status());
+  for (const auto& e : cfg.exec_pools)
+    for (const auto& l : cfg.local_workers)
+      if (e.pool == l.pool)
+        return Fail(frugal::InvalidArgument("pool '" + e.pool +
+                                            "' is in both local_workers and exec_pools"));
+  std::unique_ptr<frugal::provider::ExecProvider> exec;
+  if (!cfg.exec_pools.empty()) {
+    frugal::provider::ExecProviderOptions o;
+    o.pools = cfg.exec_pools;
+    o.work_dir = (std::filesystem::absolute(cfg.state_dir) / "exec").string();
+    exec = std::make_unique<frugal::provider::ExecProvider>(std::move(o), store);
+  }
+  frugal::provider::Providers providers;
+  providers.Add(local->get());
+  providers.Add(exec.get());
   // Budget alert webhooks go out on their own thread, never on the cycle's.
   frugal::api::HttpWebhookSender webhooks;
   frugal::engine::AlertDispatcher alerts(store, webhooks);
@@ -127,7 +146,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
         "s): the leader renews its lease once a cycle"));
   }
   frugal::engine::Engine engine(store, **policy,
-                                {cfg.cycle_interval, cfg.max_pending_per_cycle, local->get(),
+                                {cfg.cycle_interval, cfg.max_pending_per_cycle,
+                                 providers.empty() ? nullptr : &providers,
                                  [&alerts] { alerts.Wake(); },
                                  std::chrono::duration_cast<std::chrono::milliseconds>(
                                      cfg.leader_lease_ttl)});
@@ -141,7 +161,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   frugal::engine::Advisor advisor(store, policy_config, spot_book.get());
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
-                                 cfg.db_pool_size});
+                                 cfg.db_pool_size, &store});
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());
 
@@ -149,14 +169,18 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   alerts.Start();
   spot_solver.Start();
   refitter.Start();
-  if (*local) {
-    auto token = ProviderToken(store);
+  const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
+  const std::string url = "http://" + reach + ":" + std::to_string(*bound);
+  for (const char* label : {"local-provider", "exec-provider"}) {
+    const bool is_local = std::string(label) == "local-provider";
+    if (is_local ? !*local : !exec) continue;
+    auto token = ProviderToken(store, label);
     if (!token.ok()) {
       engine.Stop();
       return Fail(token.status());
     }
-    const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
-    (*local)->Start("http://" + reach + ":" + std::to_string(*bound), *token);
+    if (is_local) (*local)->Start(url, *token);
+    else exec->Start(url, *token);
   }
   std::thread signal_thread([&] {
     int sig = 0;
@@ -175,6 +199,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   // Run() returns only after Stop(), which only the signal thread calls.
   signal_thread.join();
   engine.Stop();
+  if (exec) exec->Stop();  // commands in flight finish (each within its timeout)
   alerts.Stop();
   spot_solver.Stop();
   refitter.Stop();

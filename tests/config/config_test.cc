@@ -203,5 +203,63 @@ TEST(LocalWorkersConfigTest, MistakesNameTheEntryAndKey) {
   }
 }
 
+TEST(ExecPoolsConfigTest, ParsesCommandsEnvAndTimeouts) {
+  testing::TempDir dir;
+  auto c = LoadSchedulerConfig(WriteYaml(dir, R"(
+exec_pools:
+  - pool: aws-spot
+    node_gpus: 8
+    max_nodes: 16
+    create: /opt/cloud create
+    destroy: [/opt/cloud, destroy]
+    list: /opt/list
+    worker_url: https://frugal.internal:8080
+    env: {AWS_REGION: us-west-2}
+    boot_timeout: 5m
+    stockout_backoff: 90s
+    max_concurrent_creates: 2
+)"),
+                               NoEnv());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->exec_pools.size(), 1u);
+  const auto& p = c->exec_pools[0];
+  EXPECT_EQ(p.node_gpus, 8);
+  EXPECT_EQ(p.max_nodes, 16);
+  EXPECT_EQ(p.create, (std::vector<std::string>{"/opt/cloud", "create"}));
+  EXPECT_EQ(p.destroy, (std::vector<std::string>{"/opt/cloud", "destroy"}));
+  EXPECT_EQ(p.list, (std::vector<std::string>{"/opt/list"}));
+  EXPECT_EQ(p.worker_url, "https://frugal.internal:8080");
+  EXPECT_EQ(p.env.at("AWS_REGION"), "us-west-2");
+  EXPECT_EQ(p.boot_timeout.count(), 300);
+  EXPECT_EQ(p.stockout_backoff.count(), 90);
+  EXPECT_EQ(p.max_concurrent_creates, 2);
+  EXPECT_EQ(p.leak_grace.count(), 300);  // a default
+}
+
+TEST(ExecPoolsConfigTest, MistakesNameTheEntryAndKey) {
+  testing::TempDir dir;
+  const std::string cmds = "    create: /c\n    destroy: /d\n    list: /l\n";
+  struct Case {
+    std::string yaml;
+    const char* says;
+  } cases[] = {
+      {"exec_pools: {pool: x}\n", "must be a list"},
+      {"exec_pools:\n  - node_gpus: 1\n" + cmds, "exec_pools[0].pool: is required"},
+      {"exec_pools:\n  - pool: a\n    destroy: /d\n    list: /l\n", "create: is required"},
+      {"exec_pools:\n  - pool: a\n    node_gpus: 0\n" + cmds, "node_gpus: must be in [1, 64]"},
+      {"exec_pools:\n  - pool: a\n    size: 3\n" + cmds, "exec_pools[0].size: unknown key"},
+      {"exec_pools:\n  - pool: a\n    env: {FRUGAL_JOIN_TOKEN: x}\n" + cmds, "reserved"},
+      {"exec_pools:\n  - pool: a\n    env: {9X: x}\n" + cmds, "not a variable name"},
+      {"exec_pools:\n  - pool: a\n    boot_timeout: later\n" + cmds, "boot_timeout"},
+      {"exec_pools:\n  - pool: a\n" + cmds + "  - pool: a\n" + cmds, "listed twice"},
+  };
+  for (const auto& k : cases) {
+    auto c = LoadSchedulerConfig(WriteYaml(dir, k.yaml), NoEnv());
+    ASSERT_FALSE(c.ok()) << k.yaml;
+    EXPECT_NE(c.status().message().find(k.says), std::string::npos)
+        << k.yaml << " -> " << c.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace frugal::config

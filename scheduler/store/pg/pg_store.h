@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "scheduler/store/cost_store.h"
+#include "scheduler/store/instance_store.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 #include "scheduler/store/pg/pg_conn.h"
@@ -34,13 +35,20 @@ class AvailabilityCache {
 };
 }  // namespace pg
 
-class PgStore final : public JobStore, public WorkerStore, public CostStore {
+class PgStore final : public JobStore, public WorkerStore, public CostStore, public InstanceStore {
  public:
   // `conninfo` is a libpq connection string or URL; the schema must be migrated already.
   // `options`: the statement and lock timeouts of every connection it opens.
   PgStore(std::string conninfo, int pool_size, PgConnOptions options = DefaultPoolOptions());
 
   Status Ping() override;
+
+  // InstanceStore (pg_store_instances.cc): the exec provider's cloud instances.
+  StatusOr<std::vector<Instance>> ListInstances(std::optional<Timestamp> ended_since) override;
+  StatusOr<Instance> AddInstance(const std::string& pool, const std::string& node, int gpus,
+                                 const std::string& instance_id) override;
+  StatusOr<Instance> ChangeInstance(std::int64_t id, const std::vector<InstanceState>& from,
+                                    const InstanceChange& change) override;
   StatusOr<Principal> Authenticate(const std::string& token_sha256) override;
   StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) override;
   StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
