@@ -170,8 +170,11 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
            const auto caller = who->role == store::Role::kNode
                                    ? std::optional<model::NodeId>(who->node_id)
                                    : std::nullopt;
-           ASSIGN_OR_RETURN(auto reg,
-                            ctx.workers.RegisterWorker(n, pool, ctx.options.lease_ttl, caller));
+           const auto join = who->role == store::Role::kWorker
+                                 ? std::optional<std::int64_t>(who->token_id)
+                                 : std::nullopt;
+           ASSIGN_OR_RETURN(auto reg, ctx.workers.RegisterWorker(n, pool, ctx.options.lease_ttl,
+                                                                 caller, join));
            spdlog::info(R"("event":"worker_registered","node":"{}","pool":"{}","lease_epoch":{},"attempts_lost":{})",
                         JsonEscape(n.name), JsonEscape(pool), reg.lease_epoch, reg.attempts_lost);
            ctx.engine.Kick();

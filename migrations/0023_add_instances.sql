@@ -22,6 +22,9 @@ CREATE TABLE instances (
   -- took it: a reclaim), stockout, create_failed.
   reason       text NOT NULL DEFAULT '',
   detail       text NOT NULL DEFAULT '',  -- the command's last words on a failure
+  -- The instance's own join token: it registers node_name only, once (revoked then, or
+  -- when the instance ends), so a job that reads it from instance metadata gains nothing.
+  join_token_id bigint REFERENCES api_tokens(id),
   CHECK ((state = 'gone') = (ended_at IS NOT NULL))
 );
 -- A node name names one instance that is not gone; instance ids are unique within a pool.

@@ -171,17 +171,15 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   refitter.Start();
   const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
   const std::string url = "http://" + reach + ":" + std::to_string(*bound);
-  for (const char* label : {"local-provider", "exec-provider"}) {
-    const bool is_local = std::string(label) == "local-provider";
-    if (is_local ? !*local : !exec) continue;
-    auto token = ProviderToken(store, label);
+  if (*local) {
+    auto token = ProviderToken(store, "local-provider");
     if (!token.ok()) {
       engine.Stop();
       return Fail(token.status());
     }
-    if (is_local) (*local)->Start(url, *token);
-    else exec->Start(url, *token);
+    (*local)->Start(url, *token);
   }
+  if (exec) exec->Start(url);  // each instance gets a join token of its own
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -72,6 +72,12 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
     if (!stopping_ && should_stop()) BeginShutdown();
     if (!stopping_) {
       const bool notice = notices_.Check();
+      if (notices_.hint_changed()) {
+        // An early warning (AWS rebalance recommendation), not a notice: logged, never drained on.
+        spdlog::log(notices_.hint() ? spdlog::level::warn : spdlog::level::info,
+                    R"("event":"interruption_hint","active":{},"source":"{}")", notices_.hint(),
+                    JsonEscape(notices_.hint_source()));
+      }
       if (notice && !notice_) OnNotice();
       if (!notice && notice_) OnNoticeWithdrawn();
     }

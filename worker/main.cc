@@ -178,8 +178,8 @@ int main(int argc, char** argv) {
   if (noop) {
     spdlog::warn(R"("event":"noop_mode","why":"--noop: jobs assigned here are reported succeeded without running")");
   }
-  frugal::worker::NoticeWatcher notices({cfg.notice_file, cfg.notice_url, cfg.notice_format},
-                                        clock);
+  frugal::worker::NoticeWatcher notices({cfg.notice_file, cfg.notice_url, cfg.notice_format});
+  if (!notices.url_status().ok()) return Fail(notices.url_status(), 2);
   const bool has_nvidia_smi = !detected.empty();
   auto gpu_stats = [has_nvidia_smi, program = cfg.nvidia_smi] {
     if (!has_nvidia_smi) return nlohmann::json::array();

@@ -73,10 +73,9 @@ ExecProvider::ExecProvider(ExecProviderOptions options, store::InstanceStore& st
 
 ExecProvider::~ExecProvider() { Stop(); }
 
-void ExecProvider::Start(std::string scheduler_url, std::string join_token) {
+void ExecProvider::Start(std::string scheduler_url) {
   std::lock_guard<std::mutex> lock(mu_);
   scheduler_url_ = std::move(scheduler_url);
-  join_token_ = std::move(join_token);
 }
 
 void ExecProvider::Stop() {
@@ -337,7 +336,9 @@ void ExecProvider::ApplyList(PoolRun& run, const std::vector<Instance>& rows,
 
 void ExecProvider::Create(PoolRun& run, const model::Pool& pool) {
   const std::string node = NodeName(run.spec.pool);
-  auto row = store_.AddInstance(run.spec.pool, node, run.spec.node_gpus, "");
+  // A join token of this instance's own: it registers `node` only, once (decision 0029).
+  const std::string join_token = NewToken();
+  auto row = store_.AddInstance(run.spec.pool, node, run.spec.node_gpus, "", Sha256Hex(join_token));
   if (!row.ok()) {
     spdlog::error(R"("event":"exec_create_unrecorded","pool":"{}","error":"{}")", run.spec.pool,
                   row.status().message());
@@ -347,7 +348,7 @@ void ExecProvider::Create(PoolRun& run, const model::Pool& pool) {
   ++run.creates_in_flight;
   const std::string url = run.spec.worker_url.empty() ? scheduler_url_ : run.spec.worker_url;
   auto env = Env(run, {{"FRUGAL_NODE", node},
-                       {"FRUGAL_JOIN_TOKEN", join_token_},
+                       {"FRUGAL_JOIN_TOKEN", join_token},
                        {"FRUGAL_URL", url},
                        {"FRUGAL_NODE_GPUS", std::to_string(run.spec.node_gpus)},
                        {"FRUGAL_GPU_TYPE", pool.gpu_type},

@@ -55,9 +55,9 @@ class ExecProvider final : public engine::CapacityProvider {
   ExecProvider(ExecProviderOptions options, store::InstanceStore& store, CommandFn run = nullptr);
   ~ExecProvider();  // Stop()
 
-  // Sets what instances are told: the scheduler's URL (unless a pool names its own
-  // worker_url) and the join token (a worker-role token: it only registers a node).
-  void Start(std::string scheduler_url, std::string join_token);
+  // Sets the scheduler's URL instances are told (unless a pool names its own worker_url).
+  // Each instance gets a join token of its own, bound to its node and used once.
+  void Start(std::string scheduler_url);
   // Waits for the commands in flight (each bounded by its timeout). Instances are left as
   // they are: a scheduler restart must not tear down the fleet.
   void Stop();
@@ -103,7 +103,7 @@ class ExecProvider final : public engine::CapacityProvider {
   ExecProviderOptions options_;
   store::InstanceStore& store_;
   CommandFn run_;
-  std::string scheduler_url_, join_token_;
+  std::string scheduler_url_;
 
   std::mutex mu_;  // guards everything below, between the engine thread and command threads
   std::condition_variable idle_;

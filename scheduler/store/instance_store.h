@@ -56,11 +56,14 @@ class InstanceStore {
       std::optional<Timestamp> ended_since = std::nullopt) = 0;
 
   // A new row for `node` in `pool` (NotFound: no such pool), priced at the pool's rate
-  // now. Without `instance_id` it is kCreating: the provider is about to run `create`.
-  // With one it is a leak that `list` showed (kDestroying, leaked, created now). Conflict
-  // when an instance not gone already has the node name.
+  // now. Without `instance_id` it is kCreating: the provider is about to run `create`, and
+  // `join_token_sha256` (if given) becomes a worker token bound to this node: it registers
+  // `node` only, once (WorkerStore::RegisterWorker), and is revoked when the instance ends.
+  // With an `instance_id` it is a leak that `list` showed (kDestroying, leaked, created
+  // now). Conflict when an instance not gone already has the node name.
   virtual StatusOr<Instance> AddInstance(const std::string& pool, const std::string& node,
-                                         int gpus, const std::string& instance_id) = 0;
+                                         int gpus, const std::string& instance_id,
+                                         const std::string& join_token_sha256 = "") = 0;
 
   // Moves instance `id` to `change.to` if it is in one of `from` (compare-and-set: a
   // FailedPrecondition when another change came first), stamping created_at (kBooting),

@@ -119,9 +119,14 @@ class WorkerStore {
   // has a live lease and `caller` is not that node: a node cannot be taken over while it
   // heartbeats. The node row is locked first, so an assignment racing with this either
   // lands before it (and is ended here) or after it (on the new epoch).
-  virtual StatusOr<Registration> RegisterWorker(const model::Node& node,
-                                                const std::string& pool_name, Seconds lease_ttl,
-                                                std::optional<model::NodeId> caller) = 0;
+  // `join_token`: the id of the join token presented (none for a node credential). A token
+  // the exec provider minted for one instance (decision 0029) registers that instance's
+  // node only (PermissionDenied for any other name), once: it is revoked in this very
+  // transaction, so a job that reads it from the instance's metadata later cannot use it.
+  virtual StatusOr<Registration> RegisterWorker(
+      const model::Node& node, const std::string& pool_name, Seconds lease_ttl,
+      std::optional<model::NodeId> caller,
+      std::optional<std::int64_t> join_token = std::nullopt) = 0;
 
   // Extends the lease; Conflict if the epoch is not current or `req.node` is not the
   // caller's node. Acknowledges `running`, ends any active attempt of an older epoch on

@@ -32,7 +32,8 @@ class MemoryInstanceStore final : public store::InstanceStore {
   }
 
   StatusOr<store::Instance> AddInstance(const std::string& pool, const std::string& node,
-                                        int gpus, const std::string& instance_id) override {
+                                        int gpus, const std::string& instance_id,
+                                        const std::string& join_token_sha256) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pools_.count(pool)) return NotFound("pool '" + pool + "' not found");
     for (const auto& x : rows_)
@@ -52,6 +53,7 @@ class MemoryInstanceStore final : public store::InstanceStore {
       x.reason = "leak";
     }
     rows_.push_back(x);
+    join_tokens_.push_back(join_token_sha256);
     return x;
   }
 
@@ -74,6 +76,12 @@ class MemoryInstanceStore final : public store::InstanceStore {
     return x;
   }
 
+  // The join token hash each row was added with, by row (empty: none).
+  std::vector<std::string> JoinTokens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return join_tokens_;
+  }
+
   std::vector<store::Instance> All() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_;
@@ -84,6 +92,7 @@ class MemoryInstanceStore final : public store::InstanceStore {
   std::set<std::string> pools_;
   Timestamp now_{};
   std::vector<store::Instance> rows_;
+  std::vector<std::string> join_tokens_;
 };
 
 }  // namespace frugal::testing

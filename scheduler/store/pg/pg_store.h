@@ -46,7 +46,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // InstanceStore (pg_store_instances.cc): the exec provider's cloud instances.
   StatusOr<std::vector<Instance>> ListInstances(std::optional<Timestamp> ended_since) override;
   StatusOr<Instance> AddInstance(const std::string& pool, const std::string& node, int gpus,
-                                 const std::string& instance_id) override;
+                                 const std::string& instance_id,
+                                 const std::string& join_token_sha256) override;
   StatusOr<Instance> ChangeInstance(std::int64_t id, const std::vector<InstanceState>& from,
                                     const InstanceChange& change) override;
   StatusOr<Principal> Authenticate(const std::string& token_sha256) override;
@@ -132,8 +133,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
       const std::vector<model::JobId>& ids) override;
 
   StatusOr<Registration> RegisterWorker(const model::Node& node, const std::string& pool_name,
-                                        Seconds lease_ttl,
-                                        std::optional<model::NodeId> caller) override;
+                                        Seconds lease_ttl, std::optional<model::NodeId> caller,
+                                        std::optional<std::int64_t> join_token = std::nullopt) override;
   StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) override;
   Status CommitCheckpoint(const CheckpointReport& report, const AttemptAuth& auth) override;
   Status AppendLog(model::AttemptId attempt, std::int64_t lease_epoch, const std::string& data,

@@ -103,17 +103,35 @@ StatusOr<std::vector<Instance>> PgStore::ListInstances(std::optional<Timestamp> 
 }
 
 StatusOr<Instance> PgStore::AddInstance(const std::string& pool, const std::string& node,
-                                        int gpus, const std::string& instance_id) {
+                                        int gpus, const std::string& instance_id,
+                                        const std::string& join_token_sha256) {
   return InTransaction<Instance>(pool_, [&](PgConn& c) -> StatusOr<Instance> {
     const bool leak = !instance_id.empty();
+    std::string token_id;
+    if (!leak && !join_token_sha256.empty()) {
+      // The instance's own join token, as user exec-provider of team system.
+      ASSIGN_OR_RETURN(auto t, c.Exec("instance_join_token",
+                                      "WITH t AS (INSERT INTO teams (name) VALUES ('system')"
+                                      " ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name"
+                                      " RETURNING id), u AS (INSERT INTO users (team_id, name)"
+                                      " SELECT id, 'exec-provider' FROM t ON CONFLICT (team_id,"
+                                      " name) DO UPDATE SET name = EXCLUDED.name"
+                                      " RETURNING id, team_id)"
+                                      " INSERT INTO api_tokens (token_sha256, role, team_id,"
+                                      " user_id) SELECT $1, 'worker', team_id, id FROM u"
+                                      " RETURNING id",
+                                      {join_token_sha256}));
+      token_id = t.Text(0, 0);
+    }
     auto r = c.Exec(
         "instance_add",
         "INSERT INTO instances (pool_id, node_name, instance_id, state, leaked, gpus,"
-        " rate_micros_per_gpu_hour, created_at, reason)"
+        " rate_micros_per_gpu_hour, created_at, reason, join_token_id)"
         " SELECT p.id, $2, nullif($3, ''), CASE WHEN $4 THEN 'destroying' ELSE 'creating' END,"
         " $4, $5, p.price_micros_per_gpu_hour, CASE WHEN $4 THEN now() END,"
-        " CASE WHEN $4 THEN 'leak' ELSE '' END FROM pools p WHERE p.name = $1 RETURNING id",
-        {pool, node, instance_id, leak ? "true" : "false", std::to_string(gpus)});
+        " CASE WHEN $4 THEN 'leak' ELSE '' END, nullif($6, '')::bigint"
+        " FROM pools p WHERE p.name = $1 RETURNING id",
+        {pool, node, instance_id, leak ? "true" : "false", std::to_string(gpus), token_id});
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kConflict)
         return Conflict("an instance for node '" + node + "' already exists");
@@ -148,6 +166,12 @@ StatusOr<Instance> PgStore::ChangeInstance(std::int64_t id, const std::vector<In
                {std::to_string(id), to, change.instance_id, change.reason, change.detail})
             .status());
     if (change.to == InstanceState::kGone) {
+      // Its join token dies with it (registration revoked it already if it got that far).
+      RETURN_IF_ERROR(c.Exec("instance_token_gone",
+                             "UPDATE api_tokens SET revoked_at = now() WHERE revoked_at IS NULL"
+                             " AND id = (SELECT join_token_id FROM instances WHERE id = $1)",
+                             {std::to_string(id)})
+                          .status());
       // Its node is gone with it, unless attempts still run there: the lost-node sweep
       // ends those (and requeues their jobs) once the lease runs out.
       RETURN_IF_ERROR(

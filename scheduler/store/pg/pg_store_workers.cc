@@ -283,9 +283,29 @@ StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node) {
 
 StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::string& pool_name,
                                                Seconds lease_ttl,
-                                               std::optional<model::NodeId> caller) {
+                                               std::optional<model::NodeId> caller,
+                                               std::optional<std::int64_t> join_token) {
   return InTransaction<Registration>(pool_, [&](PgConn& c) -> StatusOr<Registration> {
     Registration reg;
+    if (join_token) {
+      // An exec instance's own token (decision 0029): its node only, and only once.
+      ASSIGN_OR_RETURN(auto bound, c.Exec("register_instance_token",
+                                          "SELECT node_name FROM instances"
+                                          " WHERE join_token_id = $1 FOR UPDATE",
+                                          {std::to_string(*join_token)}));
+      if (bound.rows() > 0) {
+        if (bound.Text(0, 0) != n.name) {
+          return Status(StatusCode::kPermissionDenied,
+                        "this join token was issued for node '" + bound.Text(0, 0) +
+                            "' only; register under that name");
+        }
+        RETURN_IF_ERROR(c.Exec("register_instance_token_used",
+                               "UPDATE api_tokens SET revoked_at = now()"
+                               " WHERE id = $1 AND revoked_at IS NULL",
+                               {std::to_string(*join_token)})
+                            .status());
+      }
+    }
     // The pool's GPU first (decision 0021): a node of another GPU would be priced and
     // placed as this pool's.
     ASSIGN_OR_RETURN(auto p, c.Exec("register_pool_gpu",

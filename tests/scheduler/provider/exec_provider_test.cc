@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/crypto.h"
 #include "tests/testing/memory_instance_store.h"
 
 namespace frugal::provider {
@@ -30,7 +31,7 @@ class ScriptedCloud {
       ++creates;
       for (const auto& e : env)
         if (e.rfind("FRUGAL_JOIN_TOKEN=", 0) == 0) token = e.substr(18);
-      for (const auto& a : argv) EXPECT_EQ(a.find("join-secret"), std::string::npos);
+      for (const auto& a : argv) EXPECT_EQ(a.find("frg_"), std::string::npos);  // env only
       if (stockout) {
         r.exit_code = 75;
         r.err_tail = "InsufficientInstanceCapacity";
@@ -69,7 +70,7 @@ class ExecProviderTest : public ::testing::Test {
         o, store_, [this](auto& argv, auto& env, auto& cwd, auto t) {
           return cloud_(argv, env, cwd, t);
         });
-    provider_->Start("http://127.0.0.1:1", "join-secret");
+    provider_->Start("http://127.0.0.1:1");
     model::Pool pool;
     pool.id = 7;
     pool.name = "spot";
@@ -153,7 +154,11 @@ TEST_F(ExecProviderTest, RequestsBecomeCreatesWithinTheConcurrencyAndNodeLimits)
   Cycle(Request(5));  // 5 GPUs: 5 nodes wanted, 2 creates at once
   EXPECT_EQ(cloud_.creates, 2);
   EXPECT_EQ(Count(InstanceState::kBooting), 2);
-  EXPECT_EQ(cloud_.token, "join-secret");
+  // Each instance has a join token of its own, and the store has only its hash.
+  const auto hashes = store_.JoinTokens();
+  ASSERT_EQ(hashes.size(), 2u);
+  EXPECT_NE(hashes[0], hashes[1]);
+  EXPECT_EQ(Sha256Hex(cloud_.token), hashes[1]);
   Cycle();  // annotate counts the booting ones as on their way
   EXPECT_TRUE(annotated_.elastic);
   EXPECT_EQ(annotated_.requested_gpus, 2);

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "common/crypto.h"
+
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"
 
@@ -112,6 +114,46 @@ TEST_F(InstanceStoreTest, EndingAnInstanceRemovesItsIdleNode) {
   auto nodes = store_->ListNodes();
   ASSERT_TRUE(nodes.ok());
   for (const auto& n : *nodes) EXPECT_NE(n.name, "spot-n1") << "node still listed";
+}
+
+}  // namespace
+}  // namespace frugal::store
+
+namespace frugal::store {
+namespace {
+
+// The hole this closes: a job on a cloud instance can read the instance's user data (where
+// the join token travels) from the metadata service; with a shared join token it could
+// register a node of any name and be handed other teams' jobs.
+TEST_F(InstanceStoreTest, AnInstanceJoinTokenRegistersItsOwnNodeOnceAndDiesWithIt) {
+  const std::string token = "frg_instance-token-for-test";
+  auto x = instances().AddInstance("spot", "spot-j1", 1, "", Sha256Hex(token));
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  auto who = store_->Authenticate(Sha256Hex(token));
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_EQ(who->role, Role::kWorker);
+
+  // Another node name: refused, and the token still works for its own node.
+  auto other = store_->RegisterWorker(testing::A100Node("spot-evil", 1), "spot", Seconds(60),
+                                      std::nullopt, who->token_id);
+  EXPECT_EQ(other.status().code(), StatusCode::kPermissionDenied) << other.status().ToString();
+  EXPECT_NE(other.status().message().find("spot-j1"), std::string::npos);
+  auto own = store_->RegisterWorker(testing::A100Node("spot-j1", 1), "spot", Seconds(60),
+                                    std::nullopt, who->token_id);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  // Used once: it no longer authenticates at all.
+  EXPECT_FALSE(store_->Authenticate(Sha256Hex(token)).ok());
+
+  // A second instance's token dies when its instance ends, even if never used.
+  const std::string unused = "frg_instance-token-never-used";
+  auto y = instances().AddInstance("spot", "spot-j2", 1, "", Sha256Hex(unused));
+  ASSERT_TRUE(y.ok());
+  ASSERT_TRUE(store_->Authenticate(Sha256Hex(unused)).ok());
+  ASSERT_TRUE(instances()
+                  .ChangeInstance(y->id, {InstanceState::kCreating},
+                                  {InstanceState::kGone, "", "stockout", ""})
+                  .ok());
+  EXPECT_FALSE(store_->Authenticate(Sha256Hex(unused)).ok());
 }
 
 }  // namespace
