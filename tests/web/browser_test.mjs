@@ -9,7 +9,8 @@
 //      1280x800 the Overview's budget column fits its card;
 //   d. the Cost page's totals equal `frugal cost -o json`'s, to the micro-dollar; the Admin
 //      page's YAML, applied with `frugal admin apply --dry-run`, changes nothing; its Nodes
-//      card lists the workers and shows a node drained with `frugal admin node drain`;
+//      card lists the workers and shows a node drained with `frugal admin node drain`; its
+//      Instances card, with no exec pool here, shows its empty state;
 //   e. a job array is one row of the Jobs table (its tasks by state, the sweep's cost), its
 //      name with HTML in it shown as text, that expands on a click into its tasks with their
 //      indices, 50 at a time; a page that ends inside an array goes on below it;
@@ -289,6 +290,9 @@ try {
   await open('#/admin', '[data-testid=admin-nodes]');
   assert.match(await page.textContent(`[data-testid=admin-nodes] tr[data-node="${spot}"]`),
     /a100-spot.*2 × a100 80 GB.*draining \(admin by admin\)/);
+  // The Instances card (exec pools' cloud instances): none here, so its empty state.
+  assert.deepEqual((await api('/v1/admin/instances?all=true')).instances, []);
+  assert.equal(await page.textContent('[data-testid=instances-empty]'), 'No exec-pool instances.');
   await shot('admin');
   cli(admin, ['admin', 'node', 'undrain', spot]);
 
