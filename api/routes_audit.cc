@@ -66,9 +66,9 @@ StatusOr<store::BudgetSpec> DecodeTeamBudget(json b) {
   return DecodeBudget(b);
 }
 
-StatusOr<store::ClusterConfig> DecodeCluster(const json& body, Context& ctx) {
+StatusOr<store::DesiredState> DecodeCluster(const json& body, Context& ctx) {
   RETURN_IF_ERROR(CheckFields(body, {"pools", "teams", "guardrails"}));
-  store::ClusterConfig out;
+  store::DesiredState out;
   for (const char* section : {"pools", "teams"}) {
     if (body.contains(section) && !body[section].is_array() && !body[section].is_null())
       return InvalidArgument(std::string(section) + ": must be a list", section);

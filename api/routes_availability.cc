@@ -47,6 +47,7 @@ json EncodeAvailability(const store::PoolAvailability& a) {
           {"tick_seconds", model::kAvailabilityTickSeconds},
           {"up", a.now.up},
           {"spell_seconds", a.now.spell_seconds},
+          {"assumed", a.now.assumed},
           {"observed_ticks", a.observed_ticks},
           {"imported_ticks", a.imported_ticks},
           {"imported_source", a.imported_source.empty() ? json(nullptr) : json(a.imported_source)},

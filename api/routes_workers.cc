@@ -89,7 +89,7 @@ StatusOr<std::string> ParseUsage(const json& body) {
 
 json EncodeOrder(const store::AttemptOrder& o) {
   const auto& spec = o.spec;
-  protocol::Assignment a;
+  protocol::StartOrder a;
   a.attempt_id = o.attempt_id;
   a.job_id = o.job_id;
   a.attempt = o.number;

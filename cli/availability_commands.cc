@@ -32,8 +32,10 @@ void PrintAvailability(Session& s, const json& a) {
   const long long spell = a.value("spell_seconds", 0LL);
   char line[256];
   const bool up = a.value("up", false);
-  if (!up && spell == 0 && a.value("observed_ticks", 0.0) == 0) {
-    std::snprintf(line, sizeof line, "Pool %s: down (no node observed yet)\n",
+  if (a.value("assumed", false)) {
+    std::snprintf(line, sizeof line,
+                  "Pool %s: assumed up (no node now, and no stockout or reclaim since the last"
+                  " was released)\n",
                   a.value("pool", "").c_str());
   } else {
     std::snprintf(line, sizeof line, "Pool %s: %s for %lldh%02lldm\n",

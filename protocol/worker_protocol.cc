@@ -70,7 +70,7 @@ bool IsFence(std::string_view s) {
          });
 }
 
-json Encode(const Assignment& a) {
+json Encode(const StartOrder& a) {
   return {{"attempt_id", a.attempt_id},
           {"job_id", a.job_id},
           {"attempt", a.attempt},
@@ -84,7 +84,7 @@ json Encode(const Assignment& a) {
           {"fence", a.fence}};
 }
 
-StatusOr<Assignment> ParseAssignment(const json& j) {
+StatusOr<StartOrder> ParseStartOrder(const json& j) {
   try {
     // get<int> of a float out of int's range is undefined behaviour, not an exception
     // (worker_assignment_fuzz: "attempt": 1.1e83): whole numbers only.
@@ -96,7 +96,7 @@ StatusOr<Assignment> ParseAssignment(const json& j) {
                                " must be a whole number");
       }
     }
-    Assignment a;
+    StartOrder a;
     a.attempt_id = j.at("attempt_id").get<std::int64_t>();
     a.job_id = j.at("job_id").get<std::int64_t>();
     a.attempt = j.at("attempt").get<int>();

@@ -51,7 +51,7 @@ Outcome OutcomeOf(StopReason r);
 bool IsFence(std::string_view s);
 
 // One attempt for a worker to start (heartbeat reply "assignments").
-struct Assignment {
+struct StartOrder {
   std::int64_t attempt_id = 0;
   std::int64_t job_id = 0;
   int attempt = 0;  // 1, 2, ... for the job
@@ -65,9 +65,9 @@ struct Assignment {
   std::string fence;  // presented with every report about this attempt
 };
 
-nlohmann::json Encode(const Assignment& a);
+nlohmann::json Encode(const StartOrder& a);
 // InvalidArgument naming what is wrong when `j` is not a well-formed assignment.
-StatusOr<Assignment> ParseAssignment(const nlohmann::json& j);
+StatusOr<StartOrder> ParseStartOrder(const nlohmann::json& j);
 
 // The body of POST /v1/workers/attempts/{id}/finish.
 nlohmann::json FinishBody(std::int64_t lease_epoch, const std::string& fence, Outcome outcome,

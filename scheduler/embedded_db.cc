@@ -12,8 +12,8 @@ StatusOr<Database> OpenDatabase(const config::SchedulerConfig& config) {
   if (!config.database_url.empty()) {
     db.conninfo = config.database_url;
   } else {
-    db.cluster = std::make_unique<store::PgCluster>(
-        store::PgClusterOptions{config.state_dir + "/pg", 5432, false});
+    db.cluster = std::make_unique<store::PgServer>(
+        store::PgServerOptions{config.state_dir + "/pg", 5432, false});
     RETURN_IF_ERROR(db.cluster->Start());
     RETURN_IF_ERROR(store::EnsureDatabase(db.cluster->ConnString("postgres"), "frugal"));
     db.conninfo = db.cluster->ConnString("frugal");

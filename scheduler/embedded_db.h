@@ -7,13 +7,13 @@
 #include <string>
 
 #include "config/config.h"
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 
 namespace frugal {
 
 struct Database {
   std::string conninfo;
-  std::unique_ptr<store::PgCluster> cluster;  // null with an external database_url
+  std::unique_ptr<store::PgServer> cluster;  // null with an external database_url
 };
 
 StatusOr<Database> OpenDatabase(const config::SchedulerConfig& config);

@@ -353,7 +353,7 @@ void Agent::HandleStop(std::int64_t attempt_id, protocol::StopReason reason) {
   // Never started here (it may have been waiting for GPUs, or never delivered): end it so
   // the job moves on. The stop order carries the fence for exactly this.
   if (seen_.count(attempt_id)) return;
-  Assignment order;
+  StartOrder order;
   order.attempt_id = attempt_id;
   if (auto f = pending_fences_.find(attempt_id); f != pending_fences_.end()) order.fence = f->second;
   if (!protocol::IsFence(order.fence)) {
@@ -365,7 +365,7 @@ void Agent::HandleStop(std::int64_t attempt_id, protocol::StopReason reason) {
 }
 
 void Agent::HandleAssignment(const json& j) {
-  auto order = ParseAssignment(j);
+  auto order = ParseStartOrder(j);
   if (!order.ok()) {
     // Without a well-formed fence it cannot even be reported failed; the scheduler's
     // administrators see this in the log.
@@ -374,7 +374,7 @@ void Agent::HandleAssignment(const json& j) {
                   JsonEscape(order.status().message()));
     return;
   }
-  const Assignment& o = *order;
+  const StartOrder& o = *order;
   if (seen_.count(o.attempt_id)) return;  // a re-sent assignment: it already runs
   if (notice_ || stopping_) {
     Settle(o, Outcome::kPreempted, "not started: this node is going away");

@@ -41,9 +41,9 @@ namespace frugal::worker {
 
 using Millis = std::chrono::milliseconds;
 
-using protocol::Assignment;
+using protocol::StartOrder;
 using protocol::Outcome;
-using protocol::ParseAssignment;
+using protocol::ParseStartOrder;
 
 struct AgentOptions {
   std::string join_token;  // a worker-role token: only for registering
@@ -89,7 +89,7 @@ class Agent {
 
  private:
   struct Attempt {
-    Assignment order;
+    StartOrder order;
     pid_t pid = 0;  // group leader, so also the group id; 0 if it never started
     std::vector<int> gpu_indices;
     std::string dir;  // <work_dir>/attempt-<id>: state.json, output.log, spool/, job/ (cwd)
@@ -134,9 +134,9 @@ class Agent {
   void OnNoticeWithdrawn();  // the notice source withdrew it: take work again
 
   // Attempts: starting, stopping, reaping, reporting.
-  void Start(const Assignment& order, std::vector<int> gpu_indices);
+  void Start(const StartOrder& order, std::vector<int> gpu_indices);
   Status PrepareDirs(const Attempt& a, const std::string& checkpoint_dir);
-  void Settle(const Assignment& order, Outcome outcome, const std::string& note);
+  void Settle(const StartOrder& order, Outcome outcome, const std::string& note);
   Attempt& Track(Attempt a);
   void SaveState(const Attempt& a);
   void Stop(Attempt& a, Outcome outcome);

@@ -129,7 +129,7 @@ Status Agent::PrepareDirs(const Attempt& a, const std::string& checkpoint_dir) {
   return Status::Ok();
 }
 
-void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
+void Agent::Start(const StartOrder& order, std::vector<int> gpu_indices) {
   Attempt fresh;
   fresh.order = order;
   fresh.gpu_indices = std::move(gpu_indices);
@@ -185,7 +185,7 @@ void Agent::Start(const Assignment& order, std::vector<int> gpu_indices) {
       JsonEscape(order.resume_from));
 }
 
-void Agent::Settle(const Assignment& order, Outcome outcome, const std::string& note) {
+void Agent::Settle(const StartOrder& order, Outcome outcome, const std::string& note) {
   Attempt a;
   a.order = order;
   a.lease_epoch = lease_epoch_;
@@ -199,7 +199,7 @@ void Agent::Settle(const Assignment& order, Outcome outcome, const std::string& 
 }
 
 std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
-  const Assignment& o = a.order;
+  const StartOrder& o = a.order;
   return {{"FRUGAL_JOB_ID", std::to_string(o.job_id)},
           {"FRUGAL_ATTEMPT", std::to_string(o.attempt)},
           {"FRUGAL_ATTEMPT_ID", std::to_string(o.attempt_id)},

@@ -72,9 +72,13 @@ AvailabilityPrior PriorFor(std::int64_t tick_seconds, double reclaims_per_hour,
                            double outage_hours);
 
 // Where a pool's availability stands now: up or down, and for how long.
+// `assumed`: no evidence either way (no node yet, or the last one released, and no
+// stockout since): taken as a fresh up spell, since asking is how a pool shows it has
+// capacity; a stockout or a reclaim turns it down.
 struct AvailabilityNow {
   bool up = true;
   std::int64_t spell_seconds = 0;
+  bool assumed = false;
 };
 
 // JSON text of the counts (for the store) and back; Parse fails on a malformed text.

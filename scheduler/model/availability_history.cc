@@ -10,27 +10,50 @@
 
 namespace frugal::model {
 
-std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s) {
-  std::vector<Spell> out;
+std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s,
+                                   std::vector<double> stockouts_s) {
   std::sort(lives.begin(), lives.end(),
             [](const NodeLife& a, const NodeLife& b) { return a.start_s < b.start_s; });
+  std::sort(stockouts_s.begin(), stockouts_s.end());
+  // The union's components; `released` follows the life that ends last in each.
+  struct Component {
+    double start, end;
+    bool released;
+  };
+  std::vector<Component> comps;
   for (const auto& l : lives) {
-    const double end = std::min(std::max(l.end_s, l.start_s), now_s);
     if (l.start_s > now_s) continue;
-    if (!out.empty() && out.back().up && l.start_s <= out.back().end_s) {
-      out.back().end_s = std::max(out.back().end_s, end);  // overlaps the current up spell
+    const double end = std::min(std::max(l.end_s, l.start_s), now_s);
+    if (!comps.empty() && l.start_s <= comps.back().end) {
+      auto& c = comps.back();
+      if (end > c.end) c.released = l.released;
+      if (end == c.end) c.released = c.released && l.released;
+      c.end = std::max(c.end, end);
       continue;
     }
-    if (!out.empty()) {  // a gap: the pool was down from the last end to this start
-      out.back().ended = true;
-      out.push_back({false, out.back().end_s, l.start_s, true});
-    }
-    out.push_back({true, l.start_s, end, false});
+    comps.push_back({l.start_s, end, l.released});
   }
-  // After the last life: down until now, unless a life reaches now.
-  if (!out.empty() && out.back().end_s < now_s) {
-    out.back().ended = true;
-    out.push_back({false, out.back().end_s, now_s, false});
+  // The first stockout in [from, to), if any.
+  auto first_stockout = [&](double from, double to) -> const double* {
+    auto it = std::lower_bound(stockouts_s.begin(), stockouts_s.end(), from);
+    return it != stockouts_s.end() && *it < to ? &*it : nullptr;
+  };
+  std::vector<Spell> out;
+  if (const double* s = first_stockout(-HUGE_VAL, comps.empty() ? now_s : comps[0].start)) {
+    out.push_back({false, *s, comps.empty() ? now_s : comps[0].start, !comps.empty()});
+  }
+  for (size_t i = 0; i < comps.size(); ++i) {
+    const auto& c = comps[i];
+    const bool last = i + 1 == comps.size();
+    const double gap_end = last ? now_s : comps[i + 1].start;
+    out.push_back({true, c.start, c.end, false});
+    if (c.end >= gap_end) continue;  // reaches now: the up spell goes on
+    if (!c.released) {
+      out.back().ended = true;
+      out.push_back({false, c.end, gap_end, !last});
+    } else if (const double* s = first_stockout(c.end, gap_end)) {
+      out.push_back({false, *s, gap_end, !last});  // the up spell stays cut before it
+    }
   }
   return out;
 }

@@ -32,17 +32,29 @@ struct Spell {
 };
 
 // One node's life: from registration to its last sign of life (its reclaim notice, its
-// last heartbeat), or to now while it is live.
+// last heartbeat), or to now while it is live. `released`: Frugal ended it on purpose (an
+// idle instance destroyed, a node drained), so its end says nothing of the capacity.
 struct NodeLife {
   double start_s = 0;
   double end_s = 0;
+  bool released = false;
 };
 
 // A pool is up while at least one node is alive: the up spells are the components of the
-// union of lives, the down spells the gaps between them, from the first life's start to
-// `now_s`. The last spell (up if a life reaches now_s, else down) is not ended. Empty
-// when there are no lives. Lives need not be sorted.
-std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s);
+// union of lives, from the first life's start to `now_s`. What follows a component
+// depends on how it ended (by the life that ends last in it):
+// - taken (a reclaim, a lost node): the pool is down from its end until the next life
+//   starts (or now), and the up spell ended;
+// - released: nobody asked for capacity, so the gap is no evidence either way. The up
+//   spell is cut (not ended) and the gap is not counted, unless a stockout (a `create`
+//   refused for want of capacity, `stockouts_s`) falls in it: then the pool is down from
+//   the first such stockout until the next life (or now).
+// Stockouts before the first life (a pool that never got a node) make it down from the
+// first one; stockouts while a node is alive are not counted (the pool still serves).
+// The last spell is not ended. Empty when there are no lives and no stockouts. Inputs
+// need not be sorted.
+std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s,
+                                   std::vector<double> stockouts_s = {});
 
 // Adds `spells` to `m` in m's ticks. Boundaries are rounded to the tick grid from the
 // start of each unbroken run of spells (so the ticks add up to the run's duration); a

@@ -159,7 +159,7 @@ struct NodeRelease {
 struct Plan {
   std::vector<Assignment> assignments;
   std::vector<Wait> waits;
-  std::vector<Wait> cancels;  // jobs that can never run (a dependency failed): held with the reason
+  std::vector<Wait> holds;  // jobs that can never run (a dependency failed): held with the reason
   std::vector<Stop> stops{};
   std::vector<NodeRequest> node_requests{};
   std::vector<NodeRelease> node_releases{};

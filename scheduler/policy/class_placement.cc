@@ -200,7 +200,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     }
     JobResult& res = results[j];
     if (!any) {
-      res.outcome = Outcome::kNoOption;
+      res.outcome = PlacementOutcome::kNoOption;
       continue;
     }
     Prep p;
@@ -209,7 +209,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     p.unplaced = kUnplacedPenalty * (1 + opts.view(j).tier);
     if (best_o < 0) {
       // Nothing has room: not a choice to wait, but blocked (and a preemption candidate).
-      res.outcome = Outcome::kNoCapacity;
+      res.outcome = PlacementOutcome::kNoCapacity;
       continue;
     }
     if (shut_o >= 0 && cheapest_shut < best) {
@@ -305,11 +305,11 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     if (OptionIsNew(o)) {
       if (cap.NewCapacity(e) < gpus) return false;
       cap.UseNew(e, gpus);
-      res.outcome = Outcome::kNewNode;
+      res.outcome = PlacementOutcome::kNewNode;
     } else {
       res.slices = cap.Take(e, gpus, config.multi_node_gangs);
       if (res.slices.empty()) return false;
-      res.outcome = Outcome::kPlaced;
+      res.outcome = PlacementOutcome::kPlaced;
     }
     res.option = o;
     res.alt_option = p.alt_option;
@@ -341,7 +341,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     }
     if (done) continue;
     JobResult& res = results[p.job];
-    res.outcome = p.wait_option >= 0 ? Outcome::kWaitCheaper : Outcome::kNoCapacity;
+    res.outcome = p.wait_option >= 0 ? PlacementOutcome::kWaitCheaper : PlacementOutcome::kNoCapacity;
     res.option = p.wait_option;
     res.alt_option = p.alt_option;
     res.eta_hours = p.eta;

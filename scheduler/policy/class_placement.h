@@ -16,7 +16,7 @@
 
 namespace frugal::policy {
 
-enum class Outcome {
+enum class PlacementOutcome {
   kNone,
   kPlaced,       // slices on live nodes of OptionEntry(option)
   kNewNode,      // waits for a node the provider adds to OptionEntry(option)
@@ -26,7 +26,7 @@ enum class Outcome {
 };
 
 struct JobResult {
-  Outcome outcome = Outcome::kNone;
+  PlacementOutcome outcome = PlacementOutcome::kNone;
   int option = -1;
   int alt_option = -1;
   std::vector<Capacity::Slice> slices;

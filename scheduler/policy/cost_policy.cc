@@ -19,7 +19,7 @@ namespace {
 void Dependencies(const model::Snapshot& s, model::Plan& plan) {
   for (const auto& job : s.pending) {
     if (job.failed_dependency) {
-      plan.cancels.push_back(
+      plan.holds.push_back(
           {job.id,
            "held: dependency " + std::to_string(*job.failed_dependency) + " did not succeed"});
     } else if (!job.waiting_for.empty()) {
@@ -67,7 +67,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
     PlaceClass(jobs, opts, cap, s.now, config_, results);
     std::vector<int> blocked;
     for (int j : jobs)
-      if (results[j].outcome == Outcome::kNoCapacity) blocked.push_back(j);
+      if (results[j].outcome == PlacementOutcome::kNoCapacity) blocked.push_back(j);
     std::sort(blocked.begin(), blocked.end(), [&](int a, int b) {
       const JobView &va = opts.view(a), &vb = opts.view(b);
       if (va.priority.score != vb.priority.score) return va.priority.score > vb.priority.score;
@@ -87,7 +87,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
     const JobResult& r = results[j];
     model::JobId id = opts.view(j).job->id;
     switch (r.outcome) {
-      case Outcome::kPlaced: {
+      case PlacementOutcome::kPlaced: {
         std::string reason = why.Placed(j, r);
         Micros cost = opts.EstimateFor(j, r.option).cost, left = cost;
         int gpus = opts.view(j).work.gpus;
@@ -100,17 +100,17 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
         plan.assignments[plan.assignments.size() - r.slices.size()].expected_cost = left;
         break;
       }
-      case Outcome::kNewNode: {
+      case PlacementOutcome::kNewNode: {
         plan.waits.push_back({id, why.NewNode(j, r)});
         auto& g = grow[OptionEntry(r.option)];
         g.first += opts.view(j).work.gpus;
         g.second.push_back(id);
         break;
       }
-      case Outcome::kWaitCheaper:
+      case PlacementOutcome::kWaitCheaper:
         plan.waits.push_back({id, why.WaitCheaper(j, r)});
         break;
-      case Outcome::kNoCapacity: {
+      case PlacementOutcome::kNoCapacity: {
         auto room = rooms.find(j);
         if (room == rooms.end()) {
           std::string reason = why.NoCapacity(j);
@@ -123,8 +123,8 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
         }
         break;
       }
-      case Outcome::kNoOption:
-      case Outcome::kNone:
+      case PlacementOutcome::kNoOption:
+      case PlacementOutcome::kNone:
         plan.waits.push_back({id, why.NoOption(j)});
         break;
     }

@@ -42,7 +42,7 @@ model::Plan FifoPolicy::Decide(const model::Snapshot& snap) const {
 
   for (const auto* job : order) {
     if (job->failed_dependency) {
-      plan.cancels.push_back({job->id, "held: dependency " +
+      plan.holds.push_back({job->id, "held: dependency " +
                                            std::to_string(*job->failed_dependency) +
                                            " did not succeed"});
       continue;

@@ -155,6 +155,10 @@ std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d) {
                                  : std::to_string(age / 60) + "m";
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.1f%%", 100 * d.hazard);
+  if (pool.availability_now.assumed) {
+    return pool.name + " assumed up (no node now, no stockout or reclaim since), " + pct +
+           " chance of a reclaim per " + std::to_string(tick_min) + " minutes";
+  }
   return pool.name + (pool.availability_now.up ? " up for " : " down for ") + span + ", " + pct +
          (pool.availability_now.up ? " chance of a reclaim" : " chance it returns") + " per " +
          std::to_string(tick_min) + " minutes";

@@ -185,7 +185,7 @@ struct TeamConfig {
   std::optional<BudgetSpec> budget;              // empty: left as it is
   std::optional<model::IdlePolicy> idle_policy;  // empty: left as it is
 };
-struct ClusterConfig {
+struct DesiredState {
   std::vector<model::Pool> pools;
   std::vector<TeamConfig> teams;
   // The whole settings to set (the file's section merged over the current ones by the
@@ -353,7 +353,7 @@ class JobStore {
   // one audit row per change, all or nothing. With `dry_run` computes the same diff and
   // changes nothing. Errors name the part at fault (field "pools[1]", "teams[0].quota").
   virtual StatusOr<std::vector<ConfigChange>> ApplyConfig(const Principal& actor,
-                                                          const ClusterConfig& desired,
+                                                          const DesiredState& desired,
                                                           bool dry_run) = 0;
 
   // --- capacity (nodes register through WorkerStore) ---

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/crypto.h"
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 #include "scheduler/store/pg/migrations.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "tests/testing/scheduler_fixture.h"
@@ -280,7 +280,7 @@ TEST_F(ApiE2eTest, LifecycleFiltersPagingAndCancel) {
 // Retry-After meanwhile, the process survives, and it recovers without a restart.
 TEST(ApiOutageTest, PostgresOutageIs503AndRecoversWithoutRestart) {
   TempDir dir("frugal-outage");
-  store::PgCluster cluster({dir.path() + "/pg", 5432, /*fast_unsafe=*/true});
+  store::PgServer cluster({dir.path() + "/pg", 5432, /*fast_unsafe=*/true});
   ASSERT_TRUE(cluster.Start().ok());
   ASSERT_TRUE(store::EnsureDatabase(cluster.ConnString("postgres"), "frugal").ok());
   SchedulerProcess::Options o;

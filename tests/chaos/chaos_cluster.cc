@@ -31,8 +31,8 @@ std::string Tail(const std::string& text, std::size_t n) {
 
 ChaosCluster::ChaosCluster(const std::string& dir, int workers)
     : dir_(dir), listen_("127.0.0.1:" + std::to_string(FreePort())) {
-  pg_ = std::make_unique<store::PgCluster>(
-      store::PgClusterOptions{dir_ + "/pg", 5432, /*fast_unsafe=*/false});
+  pg_ = std::make_unique<store::PgServer>(
+      store::PgServerOptions{dir_ + "/pg", 5432, /*fast_unsafe=*/false});
   if (Status st = pg_->Start(); !st.ok()) throw std::runtime_error(st.ToString());
   if (Status st = store::EnsureDatabase(pg_->ConnString("postgres"), "frugal"); !st.ok()) {
     throw std::runtime_error(st.ToString());

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 #include "tests/testing/scheduler_fixture.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/worker_fixture.h"
@@ -61,7 +61,7 @@ class ChaosCluster {
 
   std::string dir_;
   std::string listen_;
-  std::unique_ptr<store::PgCluster> pg_;
+  std::unique_ptr<store::PgServer> pg_;
   std::unique_ptr<SchedulerProcess> sched_;
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::string worker_token_, user_token_;

@@ -25,8 +25,8 @@ TestPostgres& TestPostgres::Get() {
 }
 
 TestPostgres::TestPostgres() : dir_(std::make_unique<TempDir>("frugal-pg")) {
-  cluster_ = std::make_unique<store::PgCluster>(
-      store::PgClusterOptions{dir_->path() + "/pg", 5432, /*fast_unsafe=*/true});
+  cluster_ = std::make_unique<store::PgServer>(
+      store::PgServerOptions{dir_->path() + "/pg", 5432, /*fast_unsafe=*/true});
   if (Status st = cluster_->Start(); !st.ok()) Die("start", st);
   if (Status st = store::EnsureDatabase(cluster_->ConnString("postgres"), "frugal_template");
       !st.ok())

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 #include "tests/testing/temp_dir.h"
 
 namespace frugal::testing {
@@ -21,7 +21,7 @@ class TestPostgres {
   // A new empty database (for migration tests).
   std::string NewEmptyDatabase();
 
-  store::PgCluster& cluster() { return *cluster_; }
+  store::PgServer& cluster() { return *cluster_; }
   ~TestPostgres();
 
  private:
@@ -29,7 +29,7 @@ class TestPostgres {
   std::string CreateDatabase(const std::string& template_name);
 
   std::unique_ptr<TempDir> dir_;
-  std::unique_ptr<store::PgCluster> cluster_;
+  std::unique_ptr<store::PgServer> cluster_;
   int next_ = 0;
 };
 

@@ -13,14 +13,14 @@ using nlohmann::json;
 TEST(AssignmentTest, NumbersThatAreNotWholeAreRefused) {
   json a = {{"attempt_id", 7}, {"job_id", 3}, {"attempt", 1.1e83}, {"gpus", 1},
             {"command", {"true"}}, {"fence", std::string(64, 'a')}};
-  auto parsed = ParseAssignment(a);
+  auto parsed = ParseStartOrder(a);
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("attempt must be a whole number"), std::string::npos)
       << parsed.status().message();
   a["attempt"] = 1;
-  EXPECT_TRUE(ParseAssignment(a).ok());
+  EXPECT_TRUE(ParseStartOrder(a).ok());
   a["max_runtime_seconds"] = 0.5;
-  EXPECT_FALSE(ParseAssignment(a).ok());
+  EXPECT_FALSE(ParseStartOrder(a).ok());
 }
 
 }  // namespace

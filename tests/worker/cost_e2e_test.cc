@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "scheduler/store/cost_store.h"
 #include "tests/testing/invariants.h"
-#include "tests/testing/local_cluster.h"
+#include "tests/testing/local_fleet.h"
 #include "tests/testing/scheduler_fixture.h"
 
 namespace frugal::testing {
@@ -57,7 +57,7 @@ TEST(CostE2eTest, ReportsAddUpAndRespectRoles) {
   // The spot pool may grow by a node, as a cloud's spot group replaces a reclaimed instance:
   // a fixed spot pool with no live node is capacity the policy waits for (decision 0014),
   // and the notice below never takes the node away.
-  LocalCluster cluster("max_nodes: 2");
+  LocalFleet cluster("max_nodes: 2");
   ASSERT_TRUE(cluster.ok());
   SchedulerProcess& sched = cluster.sched();
   const std::string admin = sched.admin_token();

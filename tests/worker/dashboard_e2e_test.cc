@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "tests/testing/local_cluster.h"
+#include "tests/testing/local_fleet.h"
 #include "tests/testing/scheduler_fixture.h"
 
 namespace frugal::testing {
@@ -31,7 +31,7 @@ std::map<std::string, std::int64_t> ReportByKey(const json& report) {
 }
 
 TEST(DashboardE2eTest, ViewsAgreeWithTheLedgerAndRespectRoles) {
-  LocalCluster cluster("nodes: 2");
+  LocalFleet cluster("nodes: 2");
   ASSERT_TRUE(cluster.ok());
   SchedulerProcess& sched = cluster.sched();
   const std::string admin = sched.admin_token();

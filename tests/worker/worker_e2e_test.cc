@@ -12,7 +12,7 @@
 #include <functional>
 #include <thread>
 
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 #include "tests/testing/invariants.h"
 #include "tests/testing/pool_fixture.h"
 #include "tests/testing/scheduler_fixture.h"
@@ -305,7 +305,7 @@ TEST_F(WorkerE2eTest, SchedulerKilledMidRunLosesNoJobAndRunsNoneTwice) {
   ExpectInvariants();
   // The restarted scheduler reused a PostgreSQL it did not start; stop it for cleanup.
   sched_->Stop();
-  store::PgCluster leftover({o.state_dir + "/pg", 5432, false});
+  store::PgServer leftover({o.state_dir + "/pg", 5432, false});
   EXPECT_TRUE(leftover.Start().ok());  // finds the running server
   EXPECT_TRUE(leftover.Stop(/*force=*/true).ok());
 }

@@ -98,7 +98,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   StatusOr<TokenInfo> RevokeToken(const Principal& actor, std::int64_t id) override;
   StatusOr<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) override;
   StatusOr<std::vector<ConfigChange>> ApplyConfig(const Principal& actor,
-                                                  const ClusterConfig& desired,
+                                                  const DesiredState& desired,
                                                   bool dry_run) override;  // pg_store_apply.cc
 
   StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) override;
@@ -261,6 +261,12 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
   "(CASE WHEN " n ".notice_at IS NOT NULL THEN greatest(" n ".notice_at, " n          \
   ".registered_at) WHEN " n ".state IN ('live', 'draining') AND " n ".lease_expires_at" \
   " > now() THEN now() ELSE coalesce(" n ".last_heartbeat_at, " n ".registered_at) END)"
+// Whether Frugal ended a node's life on purpose (decision 0023): drained, or its exec
+// instance destroyed as idle; such an end is no evidence that the capacity went away.
+#define FRUGAL_LIFE_RELEASED(n)                                                          \
+  "(" n ".notice_at IS NULL AND (" n ".drained_at IS NOT NULL OR coalesce((SELECT"        \
+  " i.reason = 'idle' FROM instances i WHERE i.node_name = " n ".name AND i.pool_id = " n \
+  ".pool_id ORDER BY i.id DESC LIMIT 1), false)))"
 // Admin changes inside a caller's transaction, audited there (pg_store_admin.cc,
 // pg_store_quotas.cc); ApplyConfig and the single-change methods share them. Each says
 // what changed (kUnchanged writes no audit row).

@@ -19,7 +19,7 @@ Status At(const Status& st, const std::string& part, const std::string& name) {
 }  // namespace
 
 StatusOr<std::vector<ConfigChange>> PgStore::ApplyConfig(const Principal& actor,
-                                                         const ClusterConfig& desired,
+                                                         const DesiredState& desired,
                                                          bool dry_run) {
   using Out = std::vector<ConfigChange>;
   return InTransaction<Out>(pool_, [&](PgConn& c) -> StatusOr<Out> {

@@ -1,5 +1,5 @@
 // Spot pools' learned availability (issue 14, decision 0023): the admin's import, the
-// background refit from node lives, and the admin's view. The cycle reads only the fitted
+// background refit from node lives and the exec provider's stockouts, and the admin's view. The cycle reads only the fitted
 // model (LoadPools); everything here may take as long as reading every node life takes.
 #include <chrono>
 
@@ -59,17 +59,26 @@ StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(auto r, c.Exec("availability_lives",
                                   "SELECT extract(epoch from n.registered_at), extract(epoch from "
-                                  FRUGAL_LIFE_END("n") ")"
+                                  FRUGAL_LIFE_END("n") "), " FRUGAL_LIFE_RELEASED("n")
                                   " FROM nodes n WHERE n.pool_id = $1",
                                   {std::to_string(pool.id)}));
+  // The exec provider's stockouts: a `create` the cloud refused for want of capacity.
+  ASSIGN_OR_RETURN(auto so, c.Exec("availability_stockouts",
+                                   "SELECT extract(epoch from ended_at) FROM instances"
+                                   " WHERE pool_id = $1 AND reason = 'stockout'"
+                                   " AND ended_at IS NOT NULL",
+                                   {std::to_string(pool.id)}));
   ASSIGN_OR_RETURN(auto now, c.Exec("availability_now", "SELECT extract(epoch from now()),"
                                     " (SELECT imported_counts FROM pool_availability"
                                     "  WHERE pool_id = $1)",
                                     {std::to_string(pool.id)}));
   std::vector<model::NodeLife> lives;
-  for (int i = 0; i < r.rows(); ++i) lives.push_back({r.Double(i, 0), r.Double(i, 1)});
+  for (int i = 0; i < r.rows(); ++i)
+    lives.push_back({r.Double(i, 0), r.Double(i, 1), r.Bool(i, 2)});
+  std::vector<double> stockouts;
+  for (int i = 0; i < so.rows(); ++i) stockouts.push_back(so.Double(i, 0));
   model::AvailabilityModel observed = EmptyModel();
-  model::AddSpells(model::SpellsFromLives(lives, now.Double(0, 0)), observed);
+  model::AddSpells(model::SpellsFromLives(lives, now.Double(0, 0), stockouts), observed);
   model::AvailabilityModel fitted = EmptyModel();
   model::AvailabilityModel imported;
   // An import of another shape cannot be (ImportAvailability refuses it); were one

@@ -218,9 +218,18 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
                                    " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
                                    " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0),"
                                    " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0),"
-                                   " pa.fitted_model, " FRUGAL_US("pa.fitted_at") ", coalesce(av.up_now, false),"
+                                   " pa.fitted_model, " FRUGAL_US("pa.fitted_at") ","
+                                   // Up: a live node, or no evidence against it (no node
+                                   // yet, or the last one released, and no stockout since).
+                                   " coalesce(av.up_now, false) OR (so.at IS NULL AND"
+                                   "   coalesce(av.last_released, true)),"
                                    " extract(epoch from now() - CASE WHEN av.up_now THEN"
-                                   " av.spell_start ELSE av.last_end END)"
+                                   " av.spell_start WHEN so.at IS NOT NULL AND"
+                                   " coalesce(av.last_released, true) THEN so.at"
+                                   " WHEN so.at IS NULL AND coalesce(av.last_released, true)"
+                                   " THEN now() ELSE av.last_end END),"
+                                   " NOT coalesce(av.up_now, false) AND so.at IS NULL AND"
+                                   " coalesce(av.last_released, true)"
                                    " FROM pools p LEFT JOIN ("
                                    "   SELECT pool_id, count(notice_at) AS notices,"
                                    "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
@@ -247,11 +256,16 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
                                    // spells: up while a life reaches now; an up spell began
                                    // at the last life that started after all earlier ones
                                    // had ended, a down spell at the last life's end.
+                                   // The released flag is the last-ending life's (false
+                                   // first: a tie is released only if all its lives were).
                                    " LEFT JOIN (SELECT pool_id, bool_or(ongoing) AS up_now,"
                                    "   max(life_end) AS last_end,"
+                                   "   (array_agg(released ORDER BY life_end DESC, released))[1]"
+                                   "     AS last_released,"
                                    "   max(registered_at) FILTER (WHERE starts_spell) AS spell_start"
                                    "   FROM (SELECT n.pool_id, n.registered_at, " FRUGAL_LIFE_END("n")
-                                   "     AS life_end, n.notice_at IS NULL AND n.state IN ('live',"
+                                   "     AS life_end, " FRUGAL_LIFE_RELEASED("n") " AS released,"
+                                   "     n.notice_at IS NULL AND n.state IN ('live',"
                                    "     'draining') AND n.lease_expires_at > now() AS ongoing,"
                                    "     coalesce(n.registered_at > max(" FRUGAL_LIFE_END("n") ") OVER ("
                                    "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
@@ -260,6 +274,11 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
                                    "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
                                    "     WHERE sp.capacity_kind = 'spot') l"
                                    "   GROUP BY pool_id) av ON av.pool_id = p.id"
+                                   // The first stockout since the last life ended.
+                                   " LEFT JOIN LATERAL (SELECT min(i.ended_at) AS at FROM"
+                                   "   instances i WHERE p.capacity_kind = 'spot' AND"
+                                   "   i.pool_id = p.id AND i.reason = 'stockout' AND"
+                                   "   i.ended_at > coalesce(av.last_end, '-infinity')) so ON true"
                                    " ORDER BY p.id"));
   std::vector<model::Pool> out;
   for (int i = 0; i < pl.rows(); ++i) {
@@ -293,11 +312,11 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
         }
       }
       pool.availability_now.up = pl.Bool(i, 20);
-      // No node ever: down, with no known start.
       if (!pl.IsNull(i, 21)) {
         pool.availability_now.spell_seconds =
             std::max<std::int64_t>(0, static_cast<std::int64_t>(pl.Double(i, 21)));
       }
+      pool.availability_now.assumed = pl.Bool(i, 22);
     }
     out.push_back(std::move(pool));
   }
@@ -402,9 +421,9 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  {IntArray(plan.waits, [](auto& w) { return w.job_id; }), Reasons(plan.waits)})
               .status());
     }
-    if (!plan.cancels.empty()) {
+    if (!plan.holds.empty()) {
       RETURN_IF_ERROR(
-          c.Exec("apply_cancels",
+          c.Exec("apply_holds",
                  "WITH w AS (SELECT * FROM unnest($1::bigint[],"
                  "   ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS t(job_id, reason)),"
                  // Held, not ended: the owner sees why and may cancel or resubmit.
@@ -413,8 +432,8 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  "   WHERE j.id = w.job_id AND j.state = 'pending' RETURNING j.id, w.reason)"
                  " INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                  " SELECT id, 'state_changed', 'pending', 'held', reason FROM upd",
-                 {IntArray(plan.cancels, [](auto& w) { return w.job_id; }),
-                  Reasons(plan.cancels)})
+                 {IntArray(plan.holds, [](auto& w) { return w.job_id; }),
+                  Reasons(plan.holds)})
               .status());
     }
     if (!plan.stops.empty()) {

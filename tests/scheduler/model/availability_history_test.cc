@@ -38,6 +38,54 @@ TEST(SpellsFromLivesTest, ALifeReachingNowIsAnUpSpellGoingOn) {
   EXPECT_TRUE(SpellsFromLives({}, 1000).empty());
 }
 
+TEST(SpellsFromLivesTest, AReleasedNodeLeavesNoEvidenceUntilAStockout) {
+  // 0-900 released (destroyed as idle), 1500-2000 taken, now 2400, no stockout: the first
+  // up spell is cut, the gap after it is not counted; the second ends in a down spell.
+  auto s = SpellsFromLives({{0, 900, true}, {1500, 2000, false}}, 2400);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_TRUE(s[0].up);
+  EXPECT_FALSE(s[0].ended);
+  EXPECT_TRUE(s[1].up && s[1].ended);
+  EXPECT_DOUBLE_EQ(s[1].start_s, 1500);
+  EXPECT_FALSE(s[2].up);
+  EXPECT_DOUBLE_EQ(s[2].start_s, 2000);
+  // A stockout at 1200 in the released gap: down from it until the next life starts.
+  s = SpellsFromLives({{0, 900, true}, {1500, 2000, false}}, 2400, {1200, 1300});
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_FALSE(s[0].ended);
+  EXPECT_FALSE(s[1].up);
+  EXPECT_DOUBLE_EQ(s[1].start_s, 1200);
+  EXPECT_DOUBLE_EQ(s[1].end_s, 1500);
+  EXPECT_TRUE(s[1].ended);
+  // A node released last, no stockout since: nothing after it (not down until now).
+  s = SpellsFromLives({{0, 900, true}}, 2400);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_FALSE(s[0].ended);
+  // Two lives ending together: released only if both were.
+  s = SpellsFromLives({{0, 900, true}, {300, 900, false}}, 2400);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s[0].ended);
+}
+
+TEST(SpellsFromLivesTest, StockoutsWithoutAnyNodeAreADownSpellAndOnesDuringALifeAreNot) {
+  auto s = SpellsFromLives({}, 2400, {1000, 600});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_FALSE(s[0].up);
+  EXPECT_DOUBLE_EQ(s[0].start_s, 600);
+  EXPECT_FALSE(s[0].ended);
+  // A stockout before the first node: down until it registers; one at 1500 while it
+  // lives is not counted.
+  s = SpellsFromLives({{1200, 2400}}, 2400, {300, 1500});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_FALSE(s[0].up);
+  EXPECT_DOUBLE_EQ(s[0].start_s, 300);
+  EXPECT_TRUE(s[0].ended);
+  EXPECT_TRUE(s[1].up && !s[1].ended);
+  auto m = AvailabilityModel::Empty(180, 8);
+  AddSpells(s, m);
+  EXPECT_DOUBLE_EQ(Flips(m, false), 1);  // the down spell the stockout began ended
+}
+
 TEST(AddSpellsTest, RoundsBoundariesToTicksAndCountsEndedSpellsOnly) {
   auto m = AvailabilityModel::Empty(180, 8);
   // From the lives above: boundaries 900, 1500, 2000, 2400 s are ticks 5, 8.33 -> 8,

@@ -118,8 +118,8 @@ TEST_F(CostPolicyTest, DependencyWaitsAndCancelsAsFifoDoes) {
   auto fifo = FifoPolicy().Decide(s_);
   ASSERT_EQ(plan.waits.size(), 1u);
   EXPECT_EQ(plan.waits[0].reason, fifo.waits[0].reason);
-  ASSERT_EQ(plan.cancels.size(), 1u);
-  EXPECT_EQ(plan.cancels[0].reason, fifo.cancels[0].reason);
+  ASSERT_EQ(plan.holds.size(), 1u);
+  EXPECT_EQ(plan.holds[0].reason, fifo.holds[0].reason);
 }
 
 TEST_F(CostPolicyTest, GangSpansNodesOfOnePoolOnlyAndAllOrNothing) {

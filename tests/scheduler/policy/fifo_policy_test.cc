@@ -94,8 +94,8 @@ TEST(FifoPolicyTest, DependenciesHoldOrCancel) {
   EXPECT_TRUE(plan.assignments.empty());
   ASSERT_EQ(plan.waits.size(), 1u);
   EXPECT_EQ(plan.waits[0].reason, "waiting: for dependencies 7, 8 to succeed");
-  ASSERT_EQ(plan.cancels.size(), 1u);
-  EXPECT_EQ(plan.cancels[0].job_id, 2);
+  ASSERT_EQ(plan.holds.size(), 1u);
+  EXPECT_EQ(plan.holds[0].job_id, 2);
 }
 
 TEST(FifoPolicyTest, SameSnapshotSamePlan) {

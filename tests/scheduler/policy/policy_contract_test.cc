@@ -86,7 +86,7 @@ TYPED_TEST(PolicyContractTest, EveryDecisionHasAReason) {
   s.pending[0].waiting_for = {77};
   s.pending[1].failed_dependency = 78;
   auto plan = this->Decide(s);  // PlanViolations checks reasons and one decision per job
-  EXPECT_EQ(plan.cancels.size(), 1u);
+  EXPECT_EQ(plan.holds.size(), 1u);
 }
 
 TYPED_TEST(PolicyContractTest, NothingNewOnANodeUnderNotice) {

@@ -133,7 +133,7 @@ std::vector<std::string> PlanViolations(const model::Snapshot& s, const model::P
         gpus > std::max(0, p->second->max_gpus - pool_used[id]))
       bad("pool " + std::to_string(id) + ": over max_gpus");
   }
-  for (const auto* list : {&plan.waits, &plan.cancels}) {
+  for (const auto* list : {&plan.waits, &plan.holds}) {
     for (const auto& w : *list) {
       ++decisions[w.job_id];
       if (w.reason.empty()) bad("job " + std::to_string(w.job_id) + ": decision without reason");
@@ -208,7 +208,7 @@ bool SamePlan(const model::Plan& a, const model::Plan& b) {
         a.node_releases[i].reason != b.node_releases[i].reason)
       return false;
   }
-  return same_waits(a.waits, b.waits) && same_waits(a.cancels, b.cancels);
+  return same_waits(a.waits, b.waits) && same_waits(a.holds, b.holds);
 }
 
 std::vector<model::Assignment> AssignmentsOf(const model::Plan& plan, model::JobId job) {

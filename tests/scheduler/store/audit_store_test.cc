@@ -31,8 +31,8 @@ class AuditStoreTest : public testing::StoreTest {
     return r.ok() ? *r : std::vector<AuditEntry>{};
   }
 
-  ClusterConfig SmallCluster() {
-    ClusterConfig cfg;
+  DesiredState SmallCluster() {
+    DesiredState cfg;
     cfg.pools.push_back(MakePool("a100-od", model::CapacityKind::kOnDemand, 3'000'000));
     cfg.pools.push_back(MakePool("a100-spot", model::CapacityKind::kSpot, 1'000'000));
     TeamConfig vision;

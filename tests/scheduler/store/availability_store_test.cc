@@ -57,15 +57,18 @@ class AvailabilityStoreTest : public testing::StoreTest {
 };
 
 TEST_F(AvailabilityStoreTest, NoFitYetMeansNoModelAndStateFollowsNodes) {
-  // (a) Nothing fitted, no node ever: no model, down.
+  // (a) Nothing fitted, no node ever, no stockout: no model, and no evidence against
+  // capacity, so assumed up (a fresh spell).
   auto p = PoolNamed("spot");
   EXPECT_EQ(p.availability, nullptr);
-  EXPECT_FALSE(p.availability_now.up);
+  EXPECT_TRUE(p.availability_now.up);
+  EXPECT_TRUE(p.availability_now.assumed);
   EXPECT_EQ(p.availability_now.spell_seconds, 0);
   // (b) A live node: up, since it registered a moment ago.
   Register("a");
   p = PoolNamed("spot");
   EXPECT_TRUE(p.availability_now.up);
+  EXPECT_FALSE(p.availability_now.assumed);
   EXPECT_LT(p.availability_now.spell_seconds, 5);
   EXPECT_EQ(p.availability, nullptr);  // still not refitted
   EXPECT_EQ(PoolNamed("od").availability, nullptr);
@@ -211,6 +214,62 @@ TEST_F(AvailabilityStoreTest, RefitOfTenThousandLivesCountsEveryTick) {
   EXPECT_DOUBLE_EQ(down_flips, 9999);
   EXPECT_FALSE(p.availability_now.up);
   EXPECT_NEAR(static_cast<double>(p.availability_now.spell_seconds), 720, 5);
+}
+
+TEST_F(AvailabilityStoreTest, AnIdleReleaseIsNoEvidenceAndAStockoutIsADownSpell) {
+  // The exec provider's rows, minutes ago: a's instance destroyed as idle at 90.
+  Register("a");
+  Lived("a", 120, 90);
+  const std::string pool = "(SELECT id FROM pools WHERE name = 'spot')";
+  auto instance = [&](const std::string& node, int requested, int ended, const std::string& why) {
+    Sql("INSERT INTO instances (pool_id, node_name, state, gpus, rate_micros_per_gpu_hour,"
+        " requested_at, ended_at, reason) VALUES (" + pool + ", '" + node + "', 'gone', 4,"
+        " 900000, now() - interval '" + std::to_string(requested) + " minutes', now() -"
+        " interval '" + std::to_string(ended) + " minutes', '" + why + "')");
+  };
+  instance("a", 121, 90, "idle");
+  ASSERT_TRUE(store_->SweepLostNodes().ok());
+  // Released with nothing asked since: assumed up, not down for 90 minutes.
+  auto p = PoolNamed("spot");
+  EXPECT_TRUE(p.availability_now.up);
+  EXPECT_TRUE(p.availability_now.assumed);
+  auto refit = store_->RefitAvailability();
+  ASSERT_TRUE(refit.ok()) << refit.status().ToString();
+  // Only a's 30 minutes (10 ticks), cut rather than ended: no flip.
+  EXPECT_DOUBLE_EQ((*refit)[0].observed_ticks, 10);
+  p = PoolNamed("spot");
+  ASSERT_NE(p.availability, nullptr);
+  double flips = 0;
+  for (double f : p.availability->flip) flips += f;
+  EXPECT_DOUBLE_EQ(flips, 0);
+
+  // A create refused for want of capacity 60 minutes ago: down since then.
+  instance("s1", 61, 60, "stockout");
+  instance("s2", 31, 30, "stockout");
+  p = PoolNamed("spot");
+  EXPECT_FALSE(p.availability_now.up);
+  EXPECT_FALSE(p.availability_now.assumed);
+  EXPECT_NEAR(static_cast<double>(p.availability_now.spell_seconds), 3600, 5);
+  refit = store_->RefitAvailability();
+  ASSERT_TRUE(refit.ok());
+  EXPECT_DOUBLE_EQ((*refit)[0].observed_ticks, 10 + 20);  // the down spell goes on
+
+  // b registers now: up again, and the down spell of 20 ticks has ended (age 19).
+  Register("b");
+  p = PoolNamed("spot");
+  EXPECT_TRUE(p.availability_now.up);
+  EXPECT_FALSE(p.availability_now.assumed);
+  refit = store_->RefitAvailability();
+  ASSERT_TRUE(refit.ok());
+  p = PoolNamed("spot");
+  ASSERT_NE(p.availability, nullptr);
+  EXPECT_DOUBLE_EQ(p.availability->flip[p.availability->State(false, 19)], 1);
+
+  // A reclaim (not a release) still reads as it did: b noticed, down from the notice.
+  Sql("UPDATE nodes SET notice_at = now() WHERE name = 'b'");
+  p = PoolNamed("spot");
+  EXPECT_FALSE(p.availability_now.up);
+  EXPECT_FALSE(p.availability_now.assumed);
 }
 
 }  // namespace

@@ -17,11 +17,11 @@
 
 namespace frugal::testing {
 
-class LocalCluster {
+class LocalFleet {
  public:
   // `spot_workers`: the spot entry's extra local_workers keys, e.g. "nodes: 2" (two fixed
   // nodes) or "max_nodes: 2" (grows on request).
-  explicit LocalCluster(const std::string& spot_workers);
+  explicit LocalFleet(const std::string& spot_workers);
 
   SchedulerProcess& sched() { return *sched_; }
   // False (with a test failure) if the pools could not be created.

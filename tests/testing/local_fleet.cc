@@ -1,4 +1,4 @@
-#include "tests/testing/local_cluster.h"
+#include "tests/testing/local_fleet.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@ namespace frugal::testing {
 
 using nlohmann::json;
 
-LocalCluster::LocalCluster(const std::string& spot_workers) {
+LocalFleet::LocalFleet(const std::string& spot_workers) {
   const std::string config = dir_.path() + "/scheduler.yaml";
   std::ofstream(config) << "lease_ttl: 3s\nheartbeat_interval: 1s\ncycle_interval: 1s\n"
                            "local_workers:\n"
@@ -26,7 +26,7 @@ LocalCluster::LocalCluster(const std::string& spot_workers) {
   EXPECT_TRUE(ok_) << "could not create the od and spot pools";
 }
 
-std::int64_t LocalCluster::SubmitTrain(const std::string& token, int steps) {
+std::int64_t LocalFleet::SubmitTrain(const std::string& token, int steps) {
   json body = {{"command", {"bash", FRUGAL_TRAIN_SH}},
                {"env", {{"TRAIN_STEPS", std::to_string(steps)}, {"CHECKPOINT_EVERY", "5"},
                         {"STEP_SECONDS", "0.1"}, {"FRUGAL_CLI", FRUGAL_CLI_BIN}}},
@@ -36,7 +36,7 @@ std::int64_t LocalCluster::SubmitTrain(const std::string& token, int steps) {
   return r.status == 201 ? r.body["id"].get<std::int64_t>() : 0;
 }
 
-std::int64_t LocalCluster::ReclaimSpotUnderACheckpointedJob(const std::vector<std::int64_t>& jobs) {
+std::int64_t LocalFleet::ReclaimSpotUnderACheckpointedJob(const std::vector<std::int64_t>& jobs) {
   std::int64_t victim = 0;
   WaitFor([&] {
     for (auto id : jobs) {
@@ -55,7 +55,7 @@ std::int64_t LocalCluster::ReclaimSpotUnderACheckpointedJob(const std::vector<st
   return victim;
 }
 
-bool LocalCluster::AllSucceed(const std::vector<std::int64_t>& jobs, std::chrono::seconds timeout) {
+bool LocalFleet::AllSucceed(const std::vector<std::int64_t>& jobs, std::chrono::seconds timeout) {
   return WaitFor([&] {
     for (auto id : jobs) {
       auto j = sched_->Call("GET", "/v1/jobs/" + std::to_string(id), sched_->admin_token()).body;

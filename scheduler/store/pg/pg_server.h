@@ -15,18 +15,18 @@
 
 namespace frugal::store {
 
-struct PgClusterOptions {
+struct PgServerOptions {
   std::string dir;          // state directory; data in dir/data, socket in dir/run
   int port = 5432;          // only names the socket file; nothing listens on TCP
   bool fast_unsafe = false; // tests: no fsync (throwaway data only)
 };
 
-class PgCluster {
+class PgServer {
  public:
-  explicit PgCluster(PgClusterOptions options);
-  ~PgCluster();  // Stop()s a server this object started
-  PgCluster(const PgCluster&) = delete;
-  PgCluster& operator=(const PgCluster&) = delete;
+  explicit PgServer(PgServerOptions options);
+  ~PgServer();  // Stop()s a server this object started
+  PgServer(const PgServer&) = delete;
+  PgServer& operator=(const PgServer&) = delete;
 
   // initdb if the data directory is new, then start the server unless one already runs.
   Status Start();
@@ -45,7 +45,7 @@ class PgCluster {
   std::string InitDbDir() const;
   Status PrepareDir(const std::string& path);
 
-  PgClusterOptions options_;
+  PgServerOptions options_;
   std::string bin_dir_;
   std::string data_dir_;
   std::string socket_dir_;

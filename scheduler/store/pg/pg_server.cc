@@ -1,4 +1,4 @@
-#include "scheduler/store/pg/cluster.h"
+#include "scheduler/store/pg/pg_server.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -36,16 +36,16 @@ StatusOr<std::string> FindPostgresBinDir() {
       "'apt-get install postgresql-15' or set database_url");
 }
 
-PgCluster::PgCluster(PgClusterOptions options) : options_(std::move(options)) {
+PgServer::PgServer(PgServerOptions options) : options_(std::move(options)) {
   fs::path base = fs::absolute(options_.dir);
   data_dir_ = (base / "data").string();
   socket_dir_ = (base / "run").string();
   if (geteuid() == 0) run_as_ = "postgres";
 }
 
-PgCluster::~PgCluster() { (void)Stop(); }
+PgServer::~PgServer() { (void)Stop(); }
 
-Status PgCluster::PrepareDir(const std::string& path) {
+Status PgServer::PrepareDir(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec) return Unavailable("cannot create " + path + ": " + ec.message());
@@ -69,9 +69,9 @@ Status PgCluster::PrepareDir(const std::string& path) {
   return Status::Ok();
 }
 
-std::string PgCluster::InitDbDir() const { return data_dir_ + ".initdb-tmp"; }
+std::string PgServer::InitDbDir() const { return data_dir_ + ".initdb-tmp"; }
 
-Status PgCluster::InitDb() {
+Status PgServer::InitDb() {
   // initdb writes PG_VERSION first, so a kill during it used to leave a data directory that
   // looked initialised and never started. Build the cluster beside its place and rename it
   // there only once initdb has finished: the data directory exists only when complete.
@@ -92,13 +92,13 @@ Status PgCluster::InitDb() {
   return Status::Ok();
 }
 
-bool PgCluster::IsRunning() const {
+bool PgServer::IsRunning() const {
   if (bin_dir_.empty()) return false;
   auto r = RunSubprocessAs(run_as_, {bin_dir_ + "/pg_ctl", "status", "-D", data_dir_});
   return r.ok() && r->exit_code == 0;
 }
 
-Status PgCluster::Start() {
+Status PgServer::Start() {
   if (socket_dir_.size() + 20 > 107) {
     return FailedPrecondition("state directory path too long for a Unix socket: " + socket_dir_);
   }
@@ -126,7 +126,7 @@ Status PgCluster::Start() {
   return Status::Ok();
 }
 
-Status PgCluster::Stop(bool force) {
+Status PgServer::Stop(bool force) {
   if (!started_by_us_ && !force) return Status::Ok();
   if (bin_dir_.empty()) return Status::Ok();
   started_by_us_ = false;
@@ -136,7 +136,7 @@ Status PgCluster::Stop(bool force) {
   return Status::Ok();
 }
 
-std::string PgCluster::ConnString(const std::string& dbname) const {
+std::string PgServer::ConnString(const std::string& dbname) const {
   return "host=" + socket_dir_ + " port=" + std::to_string(options_.port) +
          " user=frugal dbname=" + dbname;
 }
