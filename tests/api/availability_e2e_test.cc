@@ -51,11 +51,12 @@ TEST_F(AvailabilityE2eTest, ImportsATraceExcerptAndReadsTheModelBack) {
   EXPECT_NE(which.err.find("us-east-1a, us-east-1c"), std::string::npos) << Show(which);
   EXPECT_NE(which.err.find("--zone"), std::string::npos) << Show(which);
   // b. us-east-1a: spells of 2, 5, 3, 14, 3, 11, 3, 3 ticks (each ended) and 5 (going on),
-  // 49 ticks of 180 s in all; the pool has no node, so it is down.
+  // 49 ticks of 180 s in all. The pool has no node and no stockout: nothing says it is
+  // down, so it is assumed up (decision 0023).
   auto imported = Frugal({"admin", "pool", "history", "import", "spot", kFixture, "--zone",
                           "us-east-1a"});
   ASSERT_EQ(imported.exit_code, 0) << Show(imported);
-  EXPECT_NE(imported.out.find("Pool spot: down"), std::string::npos) << imported.out;
+  EXPECT_NE(imported.out.find("Pool spot: assumed up"), std::string::npos) << imported.out;
   EXPECT_NE(imported.out.find("0 ticks observed, 49 imported"), std::string::npos) << imported.out;
   // c. Read back as JSON.
   auto shown = Frugal({"admin", "pool", "availability", "spot", "-o", "json"});
@@ -63,7 +64,8 @@ TEST_F(AvailabilityE2eTest, ImportsATraceExcerptAndReadsTheModelBack) {
   auto a = json::parse(shown.out);
   EXPECT_EQ(a["imported_ticks"], 49) << shown.out;
   EXPECT_EQ(a["observed_ticks"], 0) << shown.out;
-  EXPECT_EQ(a["up"], false) << shown.out;
+  EXPECT_EQ(a["up"], true) << shown.out;
+  EXPECT_EQ(a["assumed"], true) << shown.out;
   EXPECT_TRUE(a["fitted_at"].is_string()) << shown.out;
   EXPECT_NE(a["imported_source"].get<std::string>().find(
                 "spot_v100_us_east_1a_excerpt.csv zone us-east-1a"),

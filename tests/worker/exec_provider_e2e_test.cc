@@ -38,6 +38,15 @@ class ExecProviderE2eTest : public ::testing::Test {
     fs::create_directories(dir_.path() + "/ckpt");
   }
 
+  // The instances' workers run in sessions of their own, as on a real cloud: whatever a
+  // test leaves running (a failed assertion, an instance the test does not wait out) is
+  // destroyed here, as an account's cleanup would, or it outlives the test.
+  void TearDown() override {
+    sched_.reset();  // first, so that nothing creates instances meanwhile
+    std::istringstream alive(Cloud({"alive"}).out);
+    for (std::string id; alive >> id;) Cloud({"destroy", id});
+  }
+
   void Start(const std::string& boot_timeout = "20s") {
     std::string pools = "exec_pools:\n";
     for (const char* pool : {"spot", "ondemand"}) {
