@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 
+#include "scheduler/model/lifecycle.h"
 #include "scheduler/store/pg/pg_store.h"
 
 namespace frugal::store {
@@ -117,10 +118,21 @@ Status MarkAcknowledged(PgConn& c, model::AttemptId attempt) {
       .status();
 }
 
-// Seconds to wait before retry number `failures` + 1: 5 s, 10 s, 20 s, ... at most 5 min.
-long long BackoffSeconds(int failures) {
-  long long s = 5LL << std::min(std::max(failures - 1, 0), 10);
-  return std::min(s, 300LL);
+// The worker protocol's outcome as the attempt's end (model/lifecycle.h).
+model::AttemptEnd AttemptEndOf(Outcome o) {
+  switch (o) {
+    case Outcome::kSucceeded:
+      return model::AttemptEnd::kSucceeded;
+    case Outcome::kFailed:
+      return model::AttemptEnd::kFailed;
+    case Outcome::kTimedOut:
+      return model::AttemptEnd::kTimedOut;
+    case Outcome::kCancelled:
+      return model::AttemptEnd::kCancelled;
+    case Outcome::kPreempted:
+      return model::AttemptEnd::kPreempted;
+  }
+  return model::AttemptEnd::kFailed;
 }
 
 // Appends output of `attempt` inside the caller's transaction (see AppendLog).
@@ -193,72 +205,29 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
                                   " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
                                   {job_id, from}));
   if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not " + from);
-  int failures = static_cast<int>(j.Int(0, 0));
-  const int max_attempts = static_cast<int>(j.Int(0, 1));
-  const bool cancel_requested = j.Bool(0, 2);
-  const long long idle_requeues = j.Int(0, 3);
-  std::string to, reason;
-  long long backoff = 0;
-  switch (outcome) {
-    case Outcome::kSucceeded:
-      to = "succeeded";
-      reason = "succeeded on " + node;
-      break;
-    case Outcome::kFailed:
-      ++failures;
-      if (failures >= max_attempts || cancel_requested) {
-        to = cancel_requested ? "cancelled" : "failed";
-        reason = "failed on " + node + " (exit " +
-                 (exit_code ? std::to_string(*exit_code) : "unknown") + "); " +
-                 std::to_string(failures) + " of " + std::to_string(max_attempts) +
-                 " attempts used";
-      } else {
-        to = "pending";
-        backoff = BackoffSeconds(failures);
-        reason = "failed on " + node + " (exit " +
-                 (exit_code ? std::to_string(*exit_code) : "unknown") + "); retry " +
-                 std::to_string(failures + 1) + " of " + std::to_string(max_attempts) +
-                 " after " + std::to_string(backoff) + "s backoff";
-      }
-      break;
-    case Outcome::kTimedOut:
-      to = "timed_out";
-      reason = "exceeded max_runtime on " + node;
-      break;
-    case Outcome::kCancelled:
-      to = "cancelled";
-      reason = "cancelled; stopped on " + node;
-      break;
-    case Outcome::kPreempted:
-      // Preemptions never count against max_attempts.
-      to = cancel_requested ? "cancelled" : "pending";
-      reason = cancel_requested
-                   ? "cancelled; stopped on " + node + " (it was also preempted)"
-                   : "preempted on " + node + "; resuming from the latest checkpoint";
-      break;
-  }
-  if (att.idle_stopped && !cancel_requested &&
-      (outcome == Outcome::kPreempted || outcome == Outcome::kCancelled)) {
-    // Stopped by the idle guardrail (migration 0012): say so rather than "preempted".
-    if (outcome == Outcome::kPreempted) {
-      reason = "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint";
-    } else if (idle_requeues > 0) {
-      reason = "stopped: GPUs idle on " + node + " again after " +
-               std::to_string(idle_requeues) + " idle requeue(s)";
-    } else {
-      reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
-    }
-  }
-  if (late) reason = "reported after node " + node + " was declared lost: " + reason;
-  const bool terminal = to != "pending";
+  model::JobFacts facts;
+  facts.failures = static_cast<int>(j.Int(0, 0));
+  facts.max_attempts = static_cast<int>(j.Int(0, 1));
+  facts.cancel_requested = j.Bool(0, 2);
+  facts.idle_requeues = j.Int(0, 3);
+  model::AttemptResult result;
+  result.end = AttemptEndOf(outcome);
+  result.exit_code = exit_code;
+  result.node = node;
+  result.idle_stopped = att.idle_stopped;
+  result.late = late;
+  const model::Transition next = model::AfterAttempt(facts, result);
+  const std::string to = model::ToString(next.to);
+  const std::string& reason = next.reason;
+  const bool terminal = model::IsTerminal(next.to);
   RETURN_IF_ERROR(c.Exec("finish_job_update",
                          "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
                          " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
                          " make_interval(secs => $5::bigint) ELSE NULL END,"
                          " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
                          " updated_at = now() WHERE id = $1",
-                         {job_id, to, reason, std::to_string(failures), std::to_string(backoff),
-                          terminal ? "true" : "false"})
+                         {job_id, to, reason, std::to_string(next.failures),
+                          std::to_string(next.backoff_seconds), terminal ? "true" : "false"})
                       .status());
   RETURN_IF_ERROR(c.Exec("finish_event",
                          "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"

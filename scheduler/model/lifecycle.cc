@@ -1,0 +1,123 @@
+#include "scheduler/model/lifecycle.h"
+
+#include <algorithm>
+
+namespace frugal::model {
+
+const char* ToString(AttemptEnd e) {
+  switch (e) {
+    case AttemptEnd::kSucceeded:
+      return "succeeded";
+    case AttemptEnd::kFailed:
+      return "failed";
+    case AttemptEnd::kTimedOut:
+      return "timed_out";
+    case AttemptEnd::kCancelled:
+      return "cancelled";
+    case AttemptEnd::kPreempted:
+      return "preempted";
+    case AttemptEnd::kNodeLost:
+      return "node_lost";
+  }
+  return "failed";
+}
+
+std::int64_t RetryBackoffSeconds(int failures) {
+  const std::int64_t s = std::int64_t{5} << std::min(std::max(failures - 1, 0), 10);
+  return std::min<std::int64_t>(s, 300);
+}
+
+AttemptEnd GangEnd(const std::vector<AttemptEnd>& parts) {
+  // Higher is worse.
+  auto rank = [](AttemptEnd e) {
+    switch (e) {
+      case AttemptEnd::kSucceeded:
+        return 0;
+      case AttemptEnd::kCancelled:
+        return 1;
+      case AttemptEnd::kPreempted:
+        return 2;
+      case AttemptEnd::kNodeLost:
+        return 3;
+      case AttemptEnd::kTimedOut:
+        return 4;
+      case AttemptEnd::kFailed:
+        return 5;
+    }
+    return 5;
+  };
+  AttemptEnd worst = AttemptEnd::kSucceeded;
+  for (AttemptEnd e : parts)
+    if (rank(e) > rank(worst)) worst = e;
+  return worst;
+}
+
+namespace {
+
+std::string ExitText(const AttemptResult& r) {
+  return "(exit " + (r.exit_code ? std::to_string(*r.exit_code) : std::string("unknown")) + ")";
+}
+
+}  // namespace
+
+Transition AfterAttempt(const JobFacts& job, const AttemptResult& r) {
+  Transition t;
+  t.failures = job.failures;
+  const std::string& node = r.node;
+  switch (r.end) {
+    case AttemptEnd::kSucceeded:
+      t.to = JobState::kSucceeded;
+      t.reason = "succeeded on " + node;
+      break;
+    case AttemptEnd::kFailed:
+      ++t.failures;
+      if (t.failures >= job.max_attempts || job.cancel_requested) {
+        t.to = job.cancel_requested ? JobState::kCancelled : JobState::kFailed;
+        t.reason = "failed on " + node + " " + ExitText(r) + "; " + std::to_string(t.failures) +
+                   " of " + std::to_string(job.max_attempts) + " attempts used";
+      } else {
+        t.to = JobState::kPending;
+        t.backoff_seconds = RetryBackoffSeconds(t.failures);
+        t.reason = "failed on " + node + " " + ExitText(r) + "; retry " +
+                   std::to_string(t.failures + 1) + " of " + std::to_string(job.max_attempts) +
+                   " after " + std::to_string(t.backoff_seconds) + "s backoff";
+      }
+      break;
+    case AttemptEnd::kTimedOut:
+      t.to = JobState::kTimedOut;
+      t.reason = "exceeded max_runtime on " + node;
+      break;
+    case AttemptEnd::kCancelled:
+      t.to = JobState::kCancelled;
+      t.reason = "cancelled; stopped on " + node;
+      break;
+    case AttemptEnd::kPreempted:
+    case AttemptEnd::kNodeLost: {
+      // Neither counts against max_attempts: the capacity went, not the job.
+      const char* what = r.end == AttemptEnd::kPreempted ? "preempted" : "lost";
+      t.to = job.cancel_requested ? JobState::kCancelled : JobState::kPending;
+      t.reason = job.cancel_requested
+                     ? "cancelled; stopped on " + node + " (it was also " + what + ")"
+                     : (r.end == AttemptEnd::kPreempted ? "preempted on " + node
+                                                        : "node " + node + " lost") +
+                           "; resuming from the latest checkpoint";
+      break;
+    }
+  }
+  const bool stopped = r.end == AttemptEnd::kPreempted || r.end == AttemptEnd::kCancelled;
+  if (r.idle_stopped && !job.cancel_requested && stopped) {
+    // Stopped by the idle guardrail: say so rather than "preempted".
+    if (r.end == AttemptEnd::kPreempted) {
+      t.reason = "requeued: GPUs idle on " + node + "; resuming from the latest checkpoint";
+    } else if (job.idle_requeues > 0) {
+      t.reason = "stopped: GPUs idle on " + node + " again after " +
+                 std::to_string(job.idle_requeues) + " idle requeue(s)";
+    } else {
+      t.reason = "stopped: GPUs idle on " + node + " and the job never checkpointed";
+    }
+  }
+  if (r.late) t.reason = "reported after node " + node + " was declared lost: " + t.reason;
+  return t;
+}
+
+}  // namespace frugal::model

@@ -1,0 +1,97 @@
+// The job's transitions when an attempt ends (model/lifecycle.h), without PostgreSQL.
+#include "scheduler/model/lifecycle.h"
+
+#include <gtest/gtest.h>
+
+namespace frugal::model {
+namespace {
+
+AttemptResult Ended(AttemptEnd e, std::optional<int> exit_code = std::nullopt) {
+  AttemptResult r;
+  r.end = e;
+  r.exit_code = exit_code;
+  r.node = "n1";
+  return r;
+}
+
+TEST(LifecycleTest, AFailureIsRetriedWithGrowingBackoffUntilTheAttemptsAreUsed) {
+  JobFacts job;
+  job.max_attempts = 3;
+  Transition t = AfterAttempt(job, Ended(AttemptEnd::kFailed, 2));
+  EXPECT_EQ(t.to, JobState::kPending);
+  EXPECT_EQ(t.failures, 1);
+  EXPECT_EQ(t.backoff_seconds, 5);
+  EXPECT_EQ(t.reason, "failed on n1 (exit 2); retry 2 of 3 after 5s backoff");
+  job.failures = 1;
+  t = AfterAttempt(job, Ended(AttemptEnd::kFailed, 2));
+  EXPECT_EQ(t.to, JobState::kPending);
+  EXPECT_EQ(t.backoff_seconds, 10);
+  job.failures = 2;
+  t = AfterAttempt(job, Ended(AttemptEnd::kFailed));
+  EXPECT_EQ(t.to, JobState::kFailed);
+  EXPECT_EQ(t.failures, 3);
+  EXPECT_EQ(t.backoff_seconds, 0);
+  EXPECT_EQ(t.reason, "failed on n1 (exit unknown); 3 of 3 attempts used");
+  EXPECT_EQ(RetryBackoffSeconds(7), 300);
+  EXPECT_EQ(RetryBackoffSeconds(40), 300);
+}
+
+TEST(LifecycleTest, PreemptionsAndLostNodesNeverCountAndACancelWins) {
+  JobFacts job;
+  job.max_attempts = 1;
+  for (AttemptEnd e : {AttemptEnd::kPreempted, AttemptEnd::kNodeLost}) {
+    Transition t = AfterAttempt(job, Ended(e));
+    EXPECT_EQ(t.to, JobState::kPending) << ToString(e);
+    EXPECT_EQ(t.failures, 0) << ToString(e);
+    EXPECT_NE(t.reason.find("resuming from the latest checkpoint"), std::string::npos);
+  }
+  job.cancel_requested = true;
+  Transition t = AfterAttempt(job, Ended(AttemptEnd::kPreempted));
+  EXPECT_EQ(t.to, JobState::kCancelled);
+  EXPECT_EQ(t.reason, "cancelled; stopped on n1 (it was also preempted)");
+  job.max_attempts = 3;  // a retry left, but the owner asked to cancel
+  t = AfterAttempt(job, Ended(AttemptEnd::kFailed, 1));
+  EXPECT_EQ(t.to, JobState::kCancelled);
+}
+
+TEST(LifecycleTest, TerminalEndsAndTheirReasons) {
+  JobFacts job;
+  EXPECT_EQ(AfterAttempt(job, Ended(AttemptEnd::kSucceeded)).to, JobState::kSucceeded);
+  EXPECT_EQ(AfterAttempt(job, Ended(AttemptEnd::kSucceeded)).reason, "succeeded on n1");
+  EXPECT_EQ(AfterAttempt(job, Ended(AttemptEnd::kTimedOut)).to, JobState::kTimedOut);
+  EXPECT_EQ(AfterAttempt(job, Ended(AttemptEnd::kCancelled)).to, JobState::kCancelled);
+  EXPECT_STREQ(ToString(AttemptEnd::kNodeLost), "node_lost");
+}
+
+TEST(LifecycleTest, IdleStopsAndLateResultsSaySo) {
+  JobFacts job;
+  AttemptResult r = Ended(AttemptEnd::kPreempted);
+  r.idle_stopped = true;
+  EXPECT_EQ(AfterAttempt(job, r).reason,
+            "requeued: GPUs idle on n1; resuming from the latest checkpoint");
+  r.end = AttemptEnd::kCancelled;
+  EXPECT_EQ(AfterAttempt(job, r).reason,
+            "stopped: GPUs idle on n1 and the job never checkpointed");
+  job.idle_requeues = 2;
+  EXPECT_EQ(AfterAttempt(job, r).reason, "stopped: GPUs idle on n1 again after 2 idle requeue(s)");
+  // A failure is a failure, idle or not.
+  r.end = AttemptEnd::kFailed;
+  EXPECT_EQ(AfterAttempt(job, r).to, JobState::kPending);
+  AttemptResult late = Ended(AttemptEnd::kSucceeded);
+  late.late = true;
+  EXPECT_EQ(AfterAttempt(job, late).reason,
+            "reported after node n1 was declared lost: succeeded on n1");
+}
+
+TEST(LifecycleTest, AGangEndsAsItsWorstPart) {
+  using E = AttemptEnd;
+  EXPECT_EQ(GangEnd({E::kSucceeded, E::kSucceeded}), E::kSucceeded);
+  EXPECT_EQ(GangEnd({E::kSucceeded, E::kPreempted, E::kPreempted}), E::kPreempted);
+  EXPECT_EQ(GangEnd({E::kPreempted, E::kNodeLost}), E::kNodeLost);
+  EXPECT_EQ(GangEnd({E::kPreempted, E::kFailed, E::kTimedOut}), E::kFailed);
+  EXPECT_EQ(GangEnd({E::kCancelled, E::kSucceeded}), E::kCancelled);
+  EXPECT_EQ(GangEnd({}), E::kSucceeded);
+}
+
+}  // namespace
+}  // namespace frugal::model
