@@ -27,6 +27,22 @@ std::int64_t RetryBackoffSeconds(int failures) {
   return std::min<std::int64_t>(s, 300);
 }
 
+StatusOr<CancelStep> OnCancel(JobId job, JobState from, const std::string& actor) {
+  if (IsTerminal(from)) {
+    return Conflict("job " + std::to_string(job) + " has already ended (" + ToString(from) +
+                    "); nothing to cancel");
+  }
+  CancelStep step;
+  if (from == JobState::kRunning) {
+    step.to = JobState::kRunning;
+    step.reason = "stopping: cancel requested";
+    step.ends_now = false;
+  } else {
+    step.reason = "cancelled by " + actor;
+  }
+  return step;
+}
+
 AttemptEnd GangEnd(const std::vector<AttemptEnd>& parts) {
   // Higher is worse.
   auto rank = [](AttemptEnd e) {

@@ -49,6 +49,17 @@ struct Transition {
 // over a retry or a requeue.
 Transition AfterAttempt(const JobFacts& job, const AttemptResult& r);
 
+// What a cancel request does to a job in state `from`. One that is not running ends at
+// once; a running one keeps running, marked, until its worker stops it, and its attempt's
+// end completes the cancel (AfterAttempt with cancel_requested). Conflict, naming the
+// state, for a job that has already ended.
+struct CancelStep {
+  JobState to = JobState::kCancelled;
+  std::string reason;  // what the job's owner reads now
+  bool ends_now = true;
+};
+StatusOr<CancelStep> OnCancel(JobId job, JobState from, const std::string& actor);
+
 // A multi-node gang's attempt is one part per node; the job moves once, when its last
 // part has ended, as the worst part ended: failed, then timed out, then lost or
 // preempted (a reclaim of one node stops the rest, which end preempted), then cancelled;

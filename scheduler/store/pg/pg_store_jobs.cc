@@ -3,6 +3,7 @@
 
 #include <cassert>
 
+#include "scheduler/model/lifecycle.h"
 #include "scheduler/store/pg/pg_store.h"
 
 namespace frugal::store {
@@ -318,28 +319,26 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
 StatusOr<Job> PgStore::CancelJob(JobId id, std::optional<model::TeamId> visible_team,
                                  const std::string& actor) {
   return InTransaction<Job>(pool_, [&](PgConn& c) -> StatusOr<Job> {
+    // The row is locked first, so the state decided on is the state written over (an
+    // assignment committed meanwhile is seen: the job is then cancelled as running).
+    RETURN_IF_ERROR(c.Exec("cancel_lock", "SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE",
+                           {std::to_string(id)})
+                        .status());
     ASSIGN_OR_RETURN(Job before, LoadJob(c, id, visible_team));
-    if (model::IsTerminal(before.state)) {
-      return Conflict("job " + std::to_string(id) + " has already ended (" +
-                      model::ToString(before.state) + "); nothing to cancel");
-    }
+    ASSIGN_OR_RETURN(model::CancelStep step, model::OnCancel(id, before.state, actor));
     if (before.cancel_requested) return before;  // cancelling twice is not an error
-    ASSIGN_OR_RETURN(auto r, c.Exec("cancel_job",
-                                    "UPDATE jobs SET cancel_requested_at = now(), updated_at = now(),"
-                                    " state = CASE WHEN state = 'running' THEN state ELSE 'cancelled' END,"
-                                    " finished_at = CASE WHEN state = 'running' THEN NULL ELSE now() END,"
-                                    " reason = CASE WHEN state = 'running' THEN 'stopping: cancel requested'"
-                                    " ELSE 'cancelled by ' || $2 END"
-                                    " WHERE id = $1 AND state IN ('pending', 'held', 'running')"
-                                    " RETURNING state",
-                                    {std::to_string(id), actor}));
-    if (r.rows() == 0) return Conflict("job " + std::to_string(id) + " changed state; retry");
-    const std::string to = r.Text(0, 0);
+    const std::string to = model::ToString(step.to);
+    RETURN_IF_ERROR(c.Exec("cancel_job",
+                           "UPDATE jobs SET cancel_requested_at = now(), updated_at = now(),"
+                           " state = $2, reason = $3,"
+                           " finished_at = CASE WHEN $4::bool THEN now() ELSE NULL END"
+                           " WHERE id = $1",
+                           {std::to_string(id), to, step.reason, step.ends_now ? "true" : "false"})
+                        .status());
     RETURN_IF_ERROR(c.Exec("cancel_event",
                            "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                            " VALUES ($1, $2, $3, $4, $5)",
-                           {std::to_string(id),
-                            to == "cancelled" ? "state_changed" : "cancel_requested",
+                           {std::to_string(id), step.ends_now ? "state_changed" : "cancel_requested",
                             model::ToString(before.state), to, "cancelled by " + actor})
                         .status());
     return LoadJob(c, id, std::nullopt);

@@ -83,6 +83,25 @@ TEST(LifecycleTest, IdleStopsAndLateResultsSaySo) {
             "reported after node n1 was declared lost: succeeded on n1");
 }
 
+TEST(LifecycleTest, ACancelEndsAWaitingJobAtOnceAndMarksARunningOne) {
+  for (JobState from : {JobState::kPending, JobState::kHeld}) {
+    auto step = OnCancel(7, from, "ann");
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ(step->to, JobState::kCancelled);
+    EXPECT_TRUE(step->ends_now);
+    EXPECT_EQ(step->reason, "cancelled by ann");
+  }
+  auto running = OnCancel(7, JobState::kRunning, "ann");
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->to, JobState::kRunning);
+  EXPECT_FALSE(running->ends_now);
+  EXPECT_EQ(running->reason, "stopping: cancel requested");
+  auto ended = OnCancel(7, JobState::kSucceeded, "ann");
+  ASSERT_FALSE(ended.ok());
+  EXPECT_EQ(ended.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(ended.status().message(), "job 7 has already ended (succeeded); nothing to cancel");
+}
+
 TEST(LifecycleTest, AGangEndsAsItsWorstPart) {
   using E = AttemptEnd;
   EXPECT_EQ(GangEnd({E::kSucceeded, E::kSucceeded}), E::kSucceeded);
