@@ -73,7 +73,8 @@ const std::set<std::string>& KnownSubmitFields() {
   static const std::set<std::string> kFields = {
       "name", "command", "env", "working_dir", "gpus", "gpu_types", "min_gpu_mem_gb",
       "priority", "deadline", "estimate_seconds", "max_runtime_seconds", "tolerance",
-      "checkpoint_interval_seconds", "after", "after_any", "labels", "project", "max_attempts"};
+      "checkpoint_interval_seconds", "after", "after_any", "labels", "project", "max_attempts",
+      "nodes"};
   return kFields;
 }
 
@@ -120,6 +121,16 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
   if (has("gpus")) {
     ASSIGN_OR_RETURN(long long g, GetInt(body["gpus"], "gpus", 1, 1024));
     s.gpus = static_cast<int>(g);
+  }
+  if (has("nodes")) {
+    // A multi-node gang (decision 0032): `gpus` is the total, split evenly over the nodes.
+    ASSIGN_OR_RETURN(long long n, GetInt(body["nodes"], "nodes", 1, 64));
+    s.nodes = static_cast<int>(n);
+    if (s.gpus % s.nodes != 0) {
+      return Bad("nodes", "gpus (" + std::to_string(s.gpus) + ", the gang's total) must be a " +
+                              "multiple of nodes (" + std::to_string(s.nodes) +
+                              "); give gpus = nodes x GPUs per node");
+    }
   }
   if (has("gpu_types")) {
     ASSIGN_OR_RETURN(s.gpu_types, GetStringArray(body["gpu_types"], "gpu_types", 16, 64));
@@ -216,6 +227,7 @@ json EncodeJob(const model::Job& j) {
       {"env", s.env},
       {"working_dir", s.working_dir},
       {"gpus", s.gpus},
+      {"nodes", s.nodes},
       {"gpu_types", s.gpu_types},
       {"min_gpu_mem_gb", s.min_gpu_mem_gb ? json(*s.min_gpu_mem_gb) : json(nullptr)},
       {"priority", s.priority},

@@ -101,6 +101,10 @@ json EncodeOrder(const store::AttemptOrder& o) {
   a.resume_step = o.resume_step;
   a.max_runtime = spec.max_runtime;
   a.fence = o.fence;
+  a.rank = o.rank;
+  a.gang_size = o.gang_size;
+  a.master_addr = o.master_addr;
+  a.master_port = o.master_port;
   return protocol::Encode(a);
 }
 
@@ -155,7 +159,8 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
   s.Post("/v1/workers/register", Route(ctx, Access::kJoin, [&ctx](const httplib::Request& req,
                                                                   auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
-           RETURN_IF_ERROR(CheckFields(body, {"node", "pool", "gpus", "gpu_type", "gpu_mem_gb"}));
+           RETURN_IF_ERROR(CheckFields(body, {"node", "pool", "gpus", "gpu_type", "gpu_mem_gb",
+                                              "address"}));
            model::Node n;
            ASSIGN_OR_RETURN(n.name, RequiredString(body, "node"));
            RETURN_IF_ERROR(ValidateName(n.name, "node", true));
@@ -167,6 +172,12 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
              return InvalidArgument("gpu_type: 1 to 64 characters", "gpu_type");
            }
            ASSIGN_OR_RETURN(n.gpu_mem_gb, RequiredInt(body, "gpu_mem_gb", 1, 4096));
+           // Where a gang's other parts reach this node when it hosts rank 0; optional, as
+           // older workers send none (empty).
+           if (body.contains("address")) {
+             ASSIGN_OR_RETURN(n.address, RequiredString(body, "address"));
+             RETURN_IF_ERROR(protocol::CheckAddress(n.address, "address"));
+           }
            const auto caller = who->role == store::Role::kNode
                                    ? std::optional<model::NodeId>(who->node_id)
                                    : std::nullopt;

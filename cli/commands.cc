@@ -400,7 +400,21 @@ int Fail(std::ostream& err, const Status& status) {
 
 StatusOr<json> BuildSubmitBody(const SubmitOptions& o, Timestamp now) {
   json body = {{"command", o.command}};
-  if (o.gpus) body["gpus"] = *o.gpus;
+  if (o.gpus_per_node && !o.nodes)
+    return InvalidArgument("--gpus-per-node needs --nodes N", "--gpus-per-node");
+  if (o.nodes) {
+    // The API takes the gang's total; --gpus-per-node is the way people think of it.
+    const int per = o.gpus_per_node.value_or(o.gpus ? 0 : 1);
+    if (o.gpus && o.gpus_per_node && *o.gpus != *o.nodes * per)
+      return InvalidArgument("--gpus " + std::to_string(*o.gpus) + " is not --nodes x " +
+                                 "--gpus-per-node (" + std::to_string(*o.nodes * per) +
+                                 "); give one of them",
+                             "--gpus");
+    body["nodes"] = *o.nodes;
+    body["gpus"] = o.gpus.value_or(*o.nodes * per);
+  } else if (o.gpus) {
+    body["gpus"] = *o.gpus;
+  }
   if (!o.gpu_types.empty()) body["gpu_types"] = o.gpu_types;
   if (o.min_gpu_mem_gb) body["min_gpu_mem_gb"] = *o.min_gpu_mem_gb;
   if (!o.priority.empty()) body["priority"] = o.priority;
@@ -493,8 +507,13 @@ std::optional<std::string> Commands::UnsupportedOutput() const {
 void Commands::AddSubmit(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("submit", "Submit a job; prints its id and state");
   SubmitOptions& o = submit_;
-  sub->add_option("--gpus", o.gpus, "GPUs the job needs (default 1)")
+  sub->add_option("--gpus", o.gpus, "GPUs the job needs in all (default 1)")
       ->check(PositiveIntegerCheck(9, "N"));
+  sub->add_option("--nodes", o.nodes,
+                  "Run as a multi-node gang on N nodes at once (torchrun's --nnodes)")
+      ->check(PositiveIntegerCheck(2, "N"));
+  sub->add_option("--gpus-per-node", o.gpus_per_node, "With --nodes: GPUs on each node")
+      ->check(PositiveIntegerCheck(9, "G"));
   auto* types = sub->add_option("--gpu-type", o.gpu_types,
                                 "Acceptable GPU type (repeatable or comma-separated; default any)")
                     ->allow_extra_args(false)

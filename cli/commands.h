@@ -45,7 +45,9 @@ struct GlobalOptions {
 };
 
 struct SubmitOptions {
-  std::optional<int> gpus;
+  std::optional<int> gpus;           // in all (with --nodes: may be left out)
+  std::optional<int> nodes;          // a multi-node gang of this many nodes
+  std::optional<int> gpus_per_node;  // with --nodes: gpus = nodes x this
   std::vector<std::string> gpu_types;
   std::optional<int> min_gpu_mem_gb;
   std::string priority;

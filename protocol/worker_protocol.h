@@ -50,6 +50,13 @@ Outcome OutcomeOf(StopReason r);
 // A well-formed fence: exactly 64 lower-case hex characters.
 bool IsFence(std::string_view s);
 
+// Where a node's peers reach it (registration "address", an assignment's gang master_addr):
+// a host name or IP literal as the job's own rendezvous will dial it. 1 to 255 characters
+// (a DNS name's limit), none of them whitespace or control characters, which no resolver
+// takes and which would break the environment variable it ends up in. InvalidArgument
+// naming `field` otherwise.
+Status CheckAddress(std::string_view s, const std::string& field);
+
 // One attempt for a worker to start (heartbeat reply "assignments").
 struct StartOrder {
   std::int64_t attempt_id = 0;
@@ -63,10 +70,21 @@ struct StartOrder {
   std::optional<std::int64_t> resume_step;
   std::optional<std::chrono::seconds> max_runtime;
   std::string fence;  // presented with every report about this attempt
+  // A part of a multi-node gang: its rank, the gang's size, where rank 0 listens.
+  int rank = 0;
+  int gang_size = 1;
+  std::string master_addr;
+  int master_port = 0;
 };
 
+// The largest gang an assignment may describe (ParseStartOrder refuses more).
+inline constexpr int kMaxGangSize = 64;
+
+// A gang part (gang_size > 1) carries "gang": {"rank", "size", "master_addr",
+// "master_port"}; a single-node attempt carries no "gang", so older workers see nothing new.
 nlohmann::json Encode(const StartOrder& a);
-// InvalidArgument naming what is wrong when `j` is not a well-formed assignment.
+// InvalidArgument naming what is wrong when `j` is not a well-formed assignment; a bad
+// "gang" names its field ("gang.size", "gang.rank", "gang.master_addr", "gang.master_port").
 StatusOr<StartOrder> ParseStartOrder(const nlohmann::json& j);
 
 // The body of POST /v1/workers/attempts/{id}/finish.

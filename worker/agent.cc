@@ -174,11 +174,12 @@ Status Agent::Register() {
 }
 
 Status Agent::RegisterWith(const std::string& token, bool with_credential) {
-  const json body = {{"node", options_.node},
-                     {"pool", options_.pool},
-                     {"gpus", options_.gpus},
-                     {"gpu_type", options_.gpu_type},
-                     {"gpu_mem_gb", options_.gpu_mem_gb}};
+  json body = {{"node", options_.node},
+               {"pool", options_.pool},
+               {"gpus", options_.gpus},
+               {"gpu_type", options_.gpu_type},
+               {"gpu_mem_gb", options_.gpu_mem_gb}};
+  if (!options_.address.empty()) body["address"] = options_.address;
   const Timestamp sent_at = clock_.Now();
   client_.set_token(token);
   auto posted = Post("/v1/workers/register", body);

@@ -48,6 +48,8 @@ using protocol::ParseStartOrder;
 struct AgentOptions {
   std::string join_token;  // a worker-role token: only for registering
   std::string node;
+  // Registration's "address": where a gang's other parts reach this node. Empty: not sent.
+  std::string address;
   std::string pool;
   int gpus = 1;
   std::string gpu_type;

@@ -200,16 +200,37 @@ void Agent::Settle(const StartOrder& order, Outcome outcome, const std::string& 
 
 std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
   const StartOrder& o = a.order;
-  return {{"FRUGAL_JOB_ID", std::to_string(o.job_id)},
-          {"FRUGAL_ATTEMPT", std::to_string(o.attempt)},
-          {"FRUGAL_ATTEMPT_ID", std::to_string(o.attempt_id)},
-          {"FRUGAL_NODE", options_.node},
-          {"FRUGAL_CHECKPOINT_DIR", options_.checkpoint_root + "/" + std::to_string(o.job_id)},
-          {"FRUGAL_RESUME_FROM", o.resume_from},
-          {"FRUGAL_RESUME_STEP", o.resume_step ? std::to_string(*o.resume_step) : ""},
-          {"FRUGAL_CHECKPOINT_SPOOL", a.spool()},
-          {"FRUGAL_CHECKPOINT_SECRET", a.secret},
-          {"CUDA_VISIBLE_DEVICES", JoinIndices(a.gpu_indices)}};
+  std::map<std::string, std::string> env = {
+      {"FRUGAL_JOB_ID", std::to_string(o.job_id)},
+      {"FRUGAL_ATTEMPT", std::to_string(o.attempt)},
+      {"FRUGAL_ATTEMPT_ID", std::to_string(o.attempt_id)},
+      {"FRUGAL_NODE", options_.node},
+      {"FRUGAL_CHECKPOINT_DIR", options_.checkpoint_root + "/" + std::to_string(o.job_id)},
+      {"FRUGAL_RESUME_FROM", o.resume_from},
+      {"FRUGAL_RESUME_STEP", o.resume_step ? std::to_string(*o.resume_step) : ""},
+      {"FRUGAL_CHECKPOINT_SPOOL", a.spool()},
+      {"FRUGAL_CHECKPOINT_SECRET", a.secret},
+      {"CUDA_VISIBLE_DEVICES", JoinIndices(a.gpu_indices)}};
+  if (o.gang_size > 1) {
+    // A part of a multi-node gang, in the names distributed launchers use: MASTER_ADDR and
+    // MASTER_PORT are what PyTorch's env:// initialisation reads, and the PET_* copies are
+    // torchrun's own defaults for --nnodes, --node-rank, --master-addr and --master-port,
+    // so a bare `torchrun train.py` joins the gang. WORLD_SIZE
+    // (and RANK) are not set: under torchrun they count processes (nodes x processes per
+    // node) and torchrun sets them for each process itself; a job that starts one process
+    // per node takes them from NNODES and NODE_RANK.
+    env["MASTER_ADDR"] = o.master_addr;
+    env["MASTER_PORT"] = std::to_string(o.master_port);
+    env["NODE_RANK"] = std::to_string(o.rank);
+    env["NNODES"] = std::to_string(o.gang_size);
+    env["FRUGAL_GANG_RANK"] = std::to_string(o.rank);
+    env["FRUGAL_GANG_SIZE"] = std::to_string(o.gang_size);
+    env["PET_NNODES"] = env["NNODES"];
+    env["PET_NODE_RANK"] = env["NODE_RANK"];
+    env["PET_MASTER_ADDR"] = env["MASTER_ADDR"];
+    env["PET_MASTER_PORT"] = env["MASTER_PORT"];
+  }
+  return env;
 }
 
 // --- stopping ---

@@ -55,6 +55,8 @@ const Flag kFlags[] = {
     {"--token", "token", "Worker token (better: FRUGAL_WORKER_TOKEN; flags show in ps)"},
     {"--pool", "pool", "Pool this node belongs to"},
     {"--node", "node", "Node name (default: the host name)"},
+    {"--advertise-address", "advertise_address",
+     "Host name or IP other nodes reach this one at, for multi-node jobs (default: the host name)"},
     {"--gpus", "gpus", "Number of GPUs (default: detected by nvidia-smi)"},
     {"--gpu-type", "gpu_type", "GPU type as the pool names it (default: detected)"},
     {"--gpu-mem-gb", "gpu_mem_gb", "GPU memory in GB (default: detected)"},
@@ -96,6 +98,7 @@ void InstallSignalHandlers() {
 frugal::worker::AgentOptions AgentOptionsFrom(const frugal::worker::WorkerConfig& c) {
   frugal::worker::AgentOptions o;
   o.node = c.node;
+  o.address = c.advertise_address;
   o.pool = c.pool;
   o.gpus = c.gpus;
   o.gpu_type = c.gpu_type;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "config/yaml_settings.h"
+#include "protocol/worker_protocol.h"
 
 namespace frugal::worker {
 
@@ -68,11 +69,11 @@ Status ApplyDetectedGpus(WorkerConfig& c, const std::vector<GpuReading>& detecte
 
 const std::vector<std::string>& WorkerConfigKeys() {
   static const std::vector<std::string> keys = {
-      "scheduler_url", "token",           "pool",         "node",
-      "gpus",          "gpu_type",        "gpu_mem_gb",   "heartbeat_interval",
-      "work_dir",      "checkpoint_root", "grace_period", "notice_file",
-      "notice_url",    "notice_format",   "log_level",    "nvidia_smi",
-      "job_user",      "job_uids",        "pass_env"};
+      "scheduler_url",      "token",      "pool",            "node",
+      "advertise_address",  "gpus",       "gpu_type",        "gpu_mem_gb",
+      "heartbeat_interval", "work_dir",   "checkpoint_root", "grace_period",
+      "notice_file",        "notice_url", "notice_format",   "log_level",
+      "nvidia_smi",         "job_user",   "job_uids",        "pass_env"};
   return keys;
 }
 
@@ -85,6 +86,10 @@ Status SetKey(WorkerConfig& c, const std::string& key, const std::string& v) {
     c.pool = v;
   } else if (key == "node") {
     c.node = v;
+  } else if (key == "advertise_address") {
+    // Checked here rather than by registration's 400, so a typo stops the worker at once.
+    RETURN_IF_ERROR(protocol::CheckAddress(v, key));
+    c.advertise_address = v;
   } else if (key == "gpus") {
     ASSIGN_OR_RETURN(c.gpus, ParseInt(key, v, 0, 1024));
   } else if (key == "gpu_type") {
@@ -156,6 +161,15 @@ Status CompleteWorkerConfig(WorkerConfig& c, const std::string& hostname,
   RETURN_IF_ERROR(Required(c.pool, "pool", "--pool"));
   if (c.node.empty()) c.node = hostname;
   RETURN_IF_ERROR(Required(c.node, "node", "the host name is unknown; use --node"));
+  // A set advertise_address was checked by SetKey; the host name is checked the same way.
+  if (c.advertise_address.empty() && !hostname.empty()) {
+    if (!protocol::CheckAddress(hostname, "advertise_address").ok()) {
+      return InvalidArgument("the host name is no address other nodes could dial; use "
+                             "--advertise-address",
+                             "advertise_address");
+    }
+    c.advertise_address = hostname;
+  }
   RETURN_IF_ERROR(ApplyDetectedGpus(c, detected));
   if (c.work_dir.empty()) c.work_dir = ".frugal-worker/" + c.node;
   // Shared by every worker on this machine by default, so a local demo can resume a job

@@ -22,6 +22,10 @@ struct WorkerConfig {
   std::string token;          // worker-role token; never logged
   std::string pool;           // required: the pool this node's capacity belongs to
   std::string node;           // default: the host name
+  // Where other nodes reach this one: a multi-node gang whose rank 0 runs here gives it to
+  // the other parts as MASTER_ADDR. Default: the host name; set it where that does not
+  // resolve from the other nodes (an IP address, a cluster-internal name).
+  std::string advertise_address;
   int gpus = 0;               // 0: detect with nvidia-smi
   std::string gpu_type;       // empty: detect ("a100"); set it to match the pool's naming
   int gpu_mem_gb = 0;         // 0: detect
@@ -66,9 +70,10 @@ Status SetKey(WorkerConfig& c, const std::string& key, const std::string& value)
 // Defaults, then `yaml_path` (if not empty), then the environment through `env`.
 StatusOr<WorkerConfig> LoadWorkerConfig(const std::string& yaml_path, const EnvLookup& env);
 
-// Fills what is still unset: node from `hostname`, GPU settings from `detected` (empty when
-// nvidia-smi is absent), directories; makes directories absolute (jobs run elsewhere) and
-// checks that everything required is there. InvalidArgument naming the missing setting.
+// Fills what is still unset: node and advertise_address from `hostname`, GPU settings from
+// `detected` (empty when nvidia-smi is absent), directories; makes directories absolute (jobs
+// run elsewhere) and checks that everything required is there. InvalidArgument naming the
+// missing setting (advertise_address: a host name no other node could dial).
 Status CompleteWorkerConfig(WorkerConfig& c, const std::string& hostname,
                             const std::vector<GpuReading>& detected);
 

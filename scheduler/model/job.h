@@ -36,7 +36,8 @@ struct JobSpec {
   std::vector<std::string> command;  // argv; command[0] is the program
   std::map<std::string, std::string> env;
   std::string working_dir;  // empty: the worker's per-attempt directory
-  int gpus = 1;
+  int gpus = 1;   // in all: a gang of `nodes` nodes has gpus / nodes on each
+  int nodes = 1;  // > 1: a multi-node gang, started on that many nodes at once or not at all
   std::vector<std::string> gpu_types;  // empty: any type (subject to min_gpu_mem_gb)
   std::optional<int> min_gpu_mem_gb;
   std::string priority = "normal";

@@ -74,6 +74,9 @@ struct Node {
   Timestamp lease_expires_at{};
   bool under_notice = false;  // spot reclaim notice received: nothing new is placed here
   std::optional<Timestamp> idle_since{};  // since when no attempt has run here; empty while busy
+  // Where the node's peers reach it (a multi-node gang's rendezvous): the worker's
+  // --advertise-address, else its host name. Empty: not given.
+  std::string address;
 };
 
 // Registration's check of a node against its pool (decision 0021). The GPU types match

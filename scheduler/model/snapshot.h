@@ -23,7 +23,8 @@ namespace frugal::model {
 struct PendingJob {
   JobId id = 0;
   TeamId team_id = 0;
-  int gpus = 1;
+  int gpus = 1;   // in all
+  int nodes = 1;  // > 1: a gang on exactly this many nodes, gpus / nodes each
   std::vector<std::string> gpu_types;
   std::optional<int> min_gpu_mem_gb;
   int priority_rank = 2;  // 0 = highest class
@@ -45,6 +46,7 @@ struct RunningAttempt {
   JobId job_id = 0;
   NodeId node_id = 0;
   int gpus = 0;
+  int gang_size = 1;  // > 1: one part of a multi-node gang (the job's nodes)
   int priority_rank = 2;
   PoolId pool_id = 0;                             // the node's pool
   TeamId team_id = 0;                             // the job's team, for quotas

@@ -113,9 +113,10 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
   }
 }
 
-bool Capacity::MayReturnFor(int e, int gpus, bool multi_node) const {
+bool Capacity::MayReturnFor(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
   if (!pe.returns || pe.pool.max_gpus < gpus) return false;
+  if (nodes > 1) return pe.pool.node_gpus <= 0 || gpus / nodes <= pe.pool.node_gpus;
   return multi_node || pe.pool.node_gpus <= 0 || gpus <= pe.pool.node_gpus;
 }
 
@@ -150,9 +151,21 @@ int Capacity::Headroom(int e) const {
 
 int Capacity::FreeGpus(int e) const { return std::min(free_sum_[e], Headroom(e)); }
 
-int Capacity::Usable(int e, int gpus, bool multi_node) const {
+int Capacity::Usable(int e, int gpus, bool multi_node, int nodes) const {
   if (gpus <= 0) return 0;
   int head = Headroom(e) / gpus * gpus;
+  if (nodes > 1) {
+    // Parts that fit, and nodes that fit one: a bound (gangs need distinct nodes), exact
+    // when no node holds more parts than there are gangs. Take decides for real.
+    const int per = gpus / nodes;
+    long long parts = 0, hosts = 0;
+    for (auto it = by_free_[e].lower_bound(per); it != by_free_[e].end(); ++it) {
+      parts += static_cast<long long>(it->second.size()) * (it->first / per);
+      hosts += static_cast<long long>(it->second.size());
+    }
+    if (hosts < nodes) return 0;
+    return static_cast<int>(std::min<long long>(parts / nodes * gpus, head));
+  }
   if (gpus > entries_[e].largest_node) {
     return multi_node ? std::min(free_sum_[e] / gpus * gpus, head) : 0;
   }
@@ -172,18 +185,47 @@ int Capacity::NewCapacity(int e) const {
 
 void Capacity::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
 
-bool Capacity::CanHost(int e, int gpus, bool multi_node) const {
+int Capacity::NewGpusFor(int e, int gpus, int nodes) const {
+  const int node = entries_[e].pool.node_gpus;
+  if (nodes <= 1 || node <= 0) return gpus;
+  return nodes * std::max(node, gpus / nodes);
+}
+
+bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
+  if (nodes > 1) {
+    const int per = gpus / nodes, node = pe.pool.node_gpus;
+    if (pe.largest_node >= per && static_cast<int>(nodes_of_[e].size()) >= nodes) return true;
+    return (node <= 0 || per <= node) && NewCapacity(e) >= NewGpusFor(e, gpus, nodes);
+  }
   if (pe.largest_node >= gpus || (multi_node && pe.largest_node > 0)) return true;
   int node = pe.pool.node_gpus;
   return NewCapacity(e) >= gpus && (node <= 0 || gpus <= node || multi_node);
 }
 
-std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node) {
+std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, int nodes) {
   std::vector<Slice> out;
   if (gpus <= 0 || Headroom(e) < gpus || free_sum_[e] < gpus) return out;
   auto& buckets = by_free_[e];
-  if (gpus <= entries_[e].largest_node) {
+  if (nodes > 1) {
+    // Best fit per part, as for one node: the fullest nodes that still fit gpus / nodes,
+    // lowest id first, each node at most once. Chosen before any is taken.
+    const int per = gpus / nodes;
+    std::vector<int> chosen;
+    for (auto it = buckets.lower_bound(per);
+         it != buckets.end() && static_cast<int>(chosen.size()) < nodes; ++it) {
+      for (int idx : it->second) {
+        chosen.push_back(idx);
+        if (static_cast<int>(chosen.size()) == nodes) break;
+      }
+    }
+    if (static_cast<int>(chosen.size()) < nodes) return out;
+    for (int idx : chosen) {
+      SetFree(idx, nodes_[idx].free - per);
+      nodes_[idx].busy = true;
+      out.push_back({nodes_[idx].node->id, per});
+    }
+  } else if (gpus <= entries_[e].largest_node) {
     auto it = buckets.lower_bound(gpus);
     if (it == buckets.end()) return out;
     int idx = *it->second.begin();

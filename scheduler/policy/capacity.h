@@ -45,21 +45,31 @@ class Capacity {
 
   // Free GPUs on the entry's live nodes (not under notice), capped by max_gpus.
   int FreeGpus(int e) const;
+  // Every gang method takes the job's `nodes`: 1 is a job on one node, or (with
+  // `multi_node`, PolicyConfig::multi_node_gangs) one spread unevenly over as few nodes as
+  // hold it when it is bigger than any node. `nodes` > 1 is a multi-node gang of exactly
+  // that many distinct nodes with gpus / nodes GPUs each (decision 0032); `multi_node`
+  // does not apply to it.
+
   // GPUs gangs of `gpus` can use: whole gangs per node, or pooled across nodes when the gang
   // is bigger than any node and multi-node gangs are allowed.
-  int Usable(int e, int gpus, bool multi_node) const;
+  int Usable(int e, int gpus, bool multi_node, int nodes = 1) const;
   // GPUs the provider may still add (elastic pools below max_gpus), in-flight requests included.
   int NewCapacity(int e) const;
   void UseNew(int e, int gpus);  // `gpus` of NewCapacity promised to jobs this cycle
+  // GPUs of NewCapacity a gang needs: `gpus`, or for `nodes` > 1 whole new nodes, one per
+  // part (a node of the pool's node_gpus holds one part of a gang, never two).
+  int NewGpusFor(int e, int gpus, int nodes) const;
   // True if the entry could ever hold a gang of `gpus`: on its live nodes, or on nodes its
   // provider may still add.
-  bool CanHost(int e, int gpus, bool multi_node) const;
+  bool CanHost(int e, int gpus, bool multi_node, int nodes = 1) const;
   // True if the entry `returns` and a gang of `gpus` fits it once its nodes are back.
-  bool MayReturnFor(int e, int gpus, bool multi_node) const;
+  bool MayReturnFor(int e, int gpus, bool multi_node, int nodes = 1) const;
 
   // Places a gang: best fit on one node (the fullest that still fits, lowest id), or across
-  // nodes of this entry when bigger than any node. All or nothing: empty if it does not fit.
-  std::vector<Slice> Take(int e, int gpus, bool multi_node);
+  // nodes of this entry when bigger than any node; a multi-node gang on the `nodes` fullest
+  // nodes that each still fit a part. All or nothing: empty if it does not fit.
+  std::vector<Slice> Take(int e, int gpus, bool multi_node, int nodes = 1);
   // Nothing more lands on this node this cycle (its GPUs are kept for a preemptor).
   void Close(model::NodeId node);
 

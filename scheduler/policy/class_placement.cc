@@ -27,19 +27,22 @@ class RoomCache {
  public:
   RoomCache(const Capacity& cap, int options, bool multi)
       : cap_(cap), multi_(multi), small_(static_cast<size_t>(options) * kSmall, -1) {}
-  bool Has(int o, int gpus) { return Room(o, gpus) >= gpus; }
-  int Room(int o, int gpus) {
+  bool Has(int o, const Work& w) { return Room(o, w) >= w.gpus; }
+  int Room(int o, const Work& w) {
+    const int gpus = w.gpus, nodes = w.nodes;
     int* slot;
-    if (gpus < kSmall) {
+    if (gpus < kSmall && nodes <= 1) {
       slot = &small_[static_cast<size_t>(o) * kSmall + gpus];
     } else {
-      slot =
-          &large_.try_emplace((static_cast<long long>(o) << 32) | static_cast<unsigned>(gpus), -1)
-               .first->second;
+      // A gang's shape in the low word: its GPUs below bit 20, its nodes above.
+      const unsigned shape = static_cast<unsigned>(gpus) | static_cast<unsigned>(nodes - 1) << 20;
+      slot = &large_.try_emplace((static_cast<long long>(o) << 32) | shape, -1).first->second;
     }
     if (*slot < 0) {
       int e = OptionEntry(o);
-      *slot = OptionIsNew(o) ? cap_.NewCapacity(e) / gpus * gpus : cap_.Usable(e, gpus, multi_);
+      *slot = OptionIsNew(o)
+                  ? cap_.NewCapacity(e) / cap_.NewGpusFor(e, gpus, nodes) * gpus
+                  : cap_.Usable(e, gpus, multi_, nodes);
     }
     return *slot;
   }
@@ -78,6 +81,7 @@ void RowKey(const JobOptions& opts, RoomCache& room, int j, int level, std::vect
   const Work& w = v.work;
   key.clear();
   key.push_back(w.gpus);
+  key.push_back(w.nodes);
   key.push_back(static_cast<int>(w.tolerance));
   key.push_back(v.late);
   bool fine = level < kRowLevels - 1;
@@ -86,7 +90,7 @@ void RowKey(const JobOptions& opts, RoomCache& room, int j, int level, std::vect
   key.push_back(fine && run_matters ? LogBucket(w.ref_hours, kFactor[level]) : 0);
   int word = 0, bit = 0;
   for (int o = 0; o < opts.options(); ++o) {
-    if (opts.rate(j, o) >= 0 && room.Has(o, w.gpus)) word |= 1 << bit;
+    if (opts.rate(j, o) >= 0 && room.Has(o, w)) word |= 1 << bit;
     if (++bit == 31) key.push_back(word), word = 0, bit = 0;
   }
   key.push_back(word);
@@ -184,7 +188,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   // 1. Each job's best option with room now, and its cost of staying unplaced.
   std::vector<Prep> preps;
   for (int j : jobs) {
-    int gpus = opts.view(j).work.gpus;
+    const Work& work = opts.view(j).work;
     double best = kInf, cheapest_shut = kInf;
     int best_o = -1, shut_o = -1;
     bool any = false;
@@ -192,7 +196,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       double r = opts.rate(j, o);
       if (r < 0) continue;
       any = true;
-      if (room.Has(o, gpus)) {
+      if (room.Has(o, work)) {
         if (r < best) best = r, best_o = o;
       } else if (!OptionIsNew(o) && r < cheapest_shut) {
         cheapest_shut = r, shut_o = o;
@@ -253,7 +257,8 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   for (int g = 0; g < fp.rows; ++g) {
     const auto& members = groups[g].members;
     int top = preps[members.front()].job;
-    int gpus = opts.view(top).work.gpus;
+    const Work& work = opts.view(top).work;
+    const int gpus = work.gpus;
     for (size_t k = 0; k < members.size();) {
       int tier = opts.view(preps[members[k]].job).tier;
       size_t n = 0;
@@ -265,11 +270,11 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     row_arcs.clear();
     for (int o = 0; o < options; ++o) {
       double r = opts.rate(top, o);
-      if (r >= 0 && room.Has(o, gpus)) row_arcs.push_back({r, o});
+      if (r >= 0 && room.Has(o, work)) row_arcs.push_back({r, o});
     }
     std::sort(row_arcs.begin(), row_arcs.end());
     if (row_arcs.size() > kMaxArcsPerRow) row_arcs.resize(kMaxArcsPerRow);
-    for (auto [r, o] : row_arcs) fp.arcs.push_back({g, o, room.Room(o, gpus), std::llround(r)});
+    for (auto [r, o] : row_arcs) fp.arcs.push_back({g, o, room.Room(o, work), std::llround(r)});
   }
   FlowSolution sol = SolveMinCostFlow(fp);
 
@@ -299,15 +304,16 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   });
   auto try_option = [&](int pi, int o) {
     const Prep& p = preps[pi];
-    int gpus = opts.view(p.job).work.gpus;
+    const Work& work = opts.view(p.job).work;
     int e = OptionEntry(o);
     JobResult& res = results[p.job];
     if (OptionIsNew(o)) {
-      if (cap.NewCapacity(e) < gpus) return false;
-      cap.UseNew(e, gpus);
+      const int need = cap.NewGpusFor(e, work.gpus, work.nodes);
+      if (cap.NewCapacity(e) < need) return false;
+      cap.UseNew(e, need);
       res.outcome = PlacementOutcome::kNewNode;
     } else {
-      res.slices = cap.Take(e, gpus, config.multi_node_gangs);
+      res.slices = cap.Take(e, work.gpus, config.multi_node_gangs, work.nodes);
       if (res.slices.empty()) return false;
       res.outcome = PlacementOutcome::kPlaced;
     }
@@ -331,7 +337,10 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       double r = opts.rate(p.job, o);
       if (r < 0 || r >= p.unplaced) continue;
       int e = OptionEntry(o);
-      if ((OptionIsNew(o) ? cap.NewCapacity(e) : cap.FreeGpus(e)) >= gpus) order.push_back(o);
+      const Work& w = opts.view(p.job).work;
+      if (OptionIsNew(o) ? cap.NewCapacity(e) >= cap.NewGpusFor(e, w.gpus, w.nodes)
+                         : cap.FreeGpus(e) >= gpus)
+        order.push_back(o);
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return opts.rate(p.job, a) < opts.rate(p.job, b); });

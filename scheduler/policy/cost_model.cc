@@ -36,8 +36,10 @@ Work BaseWork(int gpus, std::optional<Seconds> estimate, double progress,
 }  // namespace
 
 Work WorkOf(const model::PendingJob& job, const PolicyConfig& config) {
-  return BaseWork(job.gpus, job.estimate, job.progress, job.tolerance, job.checkpoint_interval,
-                  config);
+  Work w = BaseWork(job.gpus, job.estimate, job.progress, job.tolerance, job.checkpoint_interval,
+                    config);
+  w.nodes = std::max(1, job.nodes);
+  return w;
 }
 
 Work WorkOf(const model::RunningAttempt& a, const PolicyConfig& config) {

@@ -22,7 +22,8 @@ double HoursBetween(Timestamp from, Timestamp to);  // negative when `to` is ear
 
 // What is left of a job, in reference hours (a speed-1.0 GPU).
 struct Work {
-  int gpus = 1;
+  int gpus = 1;   // in all
+  int nodes = 1;  // > 1: a multi-node gang on exactly this many nodes, gpus / nodes each
   double ref_hours = 0;  // remaining run time on a speed-1.0 GPU
   model::Tolerance tolerance = model::Tolerance::kRestartable;
   double checkpoint_hours = 0;  // between checkpoints; 0 unless checkpointed

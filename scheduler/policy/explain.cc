@@ -223,6 +223,12 @@ std::string Explainer::NoOption(int j) const {
     elastic = elastic || grows;
     if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p)) continue;
     safe_fits = safe_fits || IsSafe(p.kind);
+    if (job.nodes > 1) {
+      const int per = job.gpus / job.nodes;
+      holds = holds || pe.largest_node >= per ||
+              (grows && p.max_gpus >= job.gpus && (p.node_gpus <= 0 || p.node_gpus >= per));
+      continue;
+    }
     holds =
         holds || pe.largest_node >= job.gpus || (multi && pe.largest_node > 0) ||
         (grows && p.max_gpus >= job.gpus && (p.node_gpus <= 0 || p.node_gpus >= job.gpus || multi));
@@ -238,6 +244,9 @@ std::string Explainer::NoOption(int j) const {
     return "waiting: only spot pools have an allowed GPU type, and tolerance none never runs on "
            "spot";
   if (!holds) {
+    if (job.nodes > 1)
+      return "waiting: no pool of an allowed type has nodes of " + Gpus(job.gpus / job.nodes) +
+             " for each of the gang's " + std::to_string(job.nodes) + " parts";
     return "waiting: no pool of an allowed type can hold " + Gpus(job.gpus) +
            (multi ? " at once" : " on one node");
   }

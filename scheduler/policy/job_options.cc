@@ -86,7 +86,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       if (!fits[e]) continue;
       v.any_type_fits = true;
       const PoolEntry& pe = cap.entry(e);
-      if (IsSafe(pe.pool.kind) && cap.CanHost(e, job.gpus, config.multi_node_gangs))
+      if (IsSafe(pe.pool.kind) && cap.CanHost(e, job.gpus, config.multi_node_gangs, v.work.nodes))
         safe_hours = std::min(safe_hours, SafeHours(v.work, pe.pool));
     }
     // With no safe capacity to fall back on, a deadline cannot be guarded: best effort.
@@ -130,7 +130,19 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       if (!fits[e] || !MayRunOn(job.tolerance, pe.pool.kind)) continue;
       if (any_quota && !quotas.Allows(job.team_id, pe.pool, job.gpus)) continue;
       bool fresh_node = OptionIsNew(o);
-      if (fresh_node) {
+      const int nodes = v.work.nodes;
+      if (nodes > 1) {
+        // A multi-node gang: each part on a node of its own (decision 0032).
+        const int per = job.gpus / nodes;
+        if (fresh_node) {
+          if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
+          if (pe.pool.node_gpus > 0 && per > pe.pool.node_gpus) continue;
+        } else if (pe.largest_node <= 0
+                       ? !cap.MayReturnFor(e, job.gpus, config.multi_node_gangs, nodes)
+                       : !cap.CanHost(e, job.gpus, config.multi_node_gangs, nodes)) {
+          continue;
+        }
+      } else if (fresh_node) {
         if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
         if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.multi_node_gangs)
           continue;
@@ -168,6 +180,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
 int JobOptions::Nodes(int j, int o) const {
   const PoolEntry& pe = capacity_.entry(OptionEntry(o));
   int gpus = views_[j].work.gpus;
+  if (views_[j].work.nodes > 1) return views_[j].work.nodes;
   return OptionIsNew(o) || pe.largest_node <= 0 ? NodesSpanned(gpus, pe.pool.node_gpus)
                                                 : NodesSpanned(gpus, pe.largest_node);
 }

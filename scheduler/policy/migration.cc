@@ -34,7 +34,9 @@ std::map<model::JobId, Moving> CheckpointedJobs(const model::Snapshot& s) {
     m.stopping = m.stopping || r.stopping;
   }
   for (auto it = jobs.begin(); it != jobs.end();) {
+    // A multi-node gang is not moved: its parts would have to land together (decision 0032).
     bool keep = it->second.first->tolerance == model::Tolerance::kCheckpointed &&
+                it->second.first->gang_size <= 1 &&
                 !it->second.stopping && it->second.gpus > 0;
     it = keep ? std::next(it) : jobs.erase(it);
   }

@@ -95,6 +95,9 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
   const JobView& view = opts.view(j);
   int gpus = view.work.gpus;
   int rank = view.job->priority_rank;
+  // A multi-node gang never preempts: freeing `nodes` nodes at once would stop many jobs
+  // for one, and it waits for capacity instead (decision 0032).
+  if (view.work.nodes > 1) return room;
   std::vector<int> entries;
   for (int e = 0; e < capacity_.size(); ++e) {
     if (opts.rate(j, 2 * e) >= 0 && gpus <= capacity_.entry(e).largest_node) entries.push_back(e);
@@ -169,6 +172,7 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
 std::optional<Preemptor::Later> Preemptor::WhenRoom(const JobOptions& opts, int j) const {
   if (later_on_node_.empty()) return std::nullopt;
   const JobView& view = opts.view(j);
+  if (view.work.nodes > 1) return std::nullopt;
   const int gpus = view.work.gpus, rank = view.job->priority_rank;
   // Jobs of one shape get one answer: a large backlog costs one scan per shape.
   std::vector<int> shape = {gpus, rank};

@@ -33,6 +33,13 @@ std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
   if (pool.max_gpus > 0 && job.gpus > pool.max_gpus)
     return "holds at most " + std::to_string(pool.max_gpus) + " GPU(s)";
   const int node = NodeSize(pool);
+  if (job.nodes > 1) {
+    const int per = job.gpus / job.nodes;
+    if (node > 0 && per > node)
+      return "nodes have " + std::to_string(node) + " GPU(s), each of the gang's " +
+             std::to_string(job.nodes) + " parts needs " + std::to_string(per);
+    return "";
+  }
   if (node > 0 && job.gpus > node && !config.multi_node_gangs)
     return "nodes have " + std::to_string(node) + " GPU(s)";
   return "";
@@ -43,6 +50,8 @@ std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
 std::string NoNodeHolds(const model::PendingJob& job, const std::vector<model::Pool>& pools,
                         const PolicyConfig& config) {
   if (config.multi_node_gangs) return "";
+  // A multi-node gang needs a node per part: WhyCannotHold says which pools are too small.
+  if (job.nodes > 1) return "";
   int largest = 0;
   std::string where;
   bool any = false;
@@ -56,8 +65,8 @@ std::string NoNodeHolds(const model::PendingJob& job, const std::vector<model::P
   if (!any) return "";
   return "no node can hold " + std::to_string(job.gpus) +
          " GPUs: the largest node of any pool this job may use has " + std::to_string(largest) +
-         " GPUs (pool " + where + "). Jobs spanning several nodes are not supported yet; ask " +
-         "for at most " + std::to_string(largest) + " GPUs, or split the job";
+         " GPUs (pool " + where + "). Ask for at most " + std::to_string(largest) +
+         " GPUs, or run it as a multi-node gang: --nodes N --gpus-per-node G";
 }
 
 }  // namespace

@@ -149,7 +149,10 @@ void LocalProvider::StartNode(PoolState& pool, Slot& slot) {
                 "--gpu-type", s.gpu_type, "--gpu-mem-gb", std::to_string(s.gpu_mem_gb),
                 "--work-dir", (dir / "work").string(), "--checkpoint-root",
                 options_.checkpoint_root, "--grace", FormatDuration(s.grace), "--notice-file",
-                (dir / "notice").string()};
+                (dir / "notice").string(),
+                // Every local node is this machine: a gang's parts meet on loopback, which
+                // works even where the host name does not resolve.
+                "--advertise-address", "127.0.0.1"};
   spawn.env = worker::MergeEnvironment(worker::CurrentEnvironment(), {"FRUGAL_TOKEN"}, {},
                                        {{"FRUGAL_WORKER_TOKEN", options_.worker_token}});
   spawn.cwd = dir.string();

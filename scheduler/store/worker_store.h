@@ -51,6 +51,12 @@ struct AttemptOrder {
   std::string resume_from;  // latest committed checkpoint URI, empty if none
   std::optional<std::int64_t> resume_step;
   std::string fence;
+  // A part of a multi-node gang (decision 0032): its rank (0 = the master), the gang's
+  // size, and where rank 0's node listens for the rendezvous. Size 1: a single node.
+  int rank = 0;
+  int gang_size = 1;
+  std::string master_addr;  // rank 0's node address (its registered `address`)
+  int master_port = 0;      // chosen by the store per attempt, the same for every part
 };
 
 struct StopOrder {

@@ -224,7 +224,7 @@ StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
 StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
 extern const char* const kJobColumns;
-constexpr int kJobColumnCount = 33;
+constexpr int kJobColumnCount = 34;
 // A team id as a parameter, or NULL for "every team" (admins).
 std::optional<std::string> VisibleParam(std::optional<model::TeamId> team);
 // FailedPrecondition naming the jobs of `after` that do not exist or that `team` cannot
@@ -277,6 +277,16 @@ struct PoolChange {
 // Ends every active attempt on `node` as its lease being lost (node_lost, or preempted
 // after a spot notice), requeues their jobs and bills them (pg_store_workers.cc).
 StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node);
+// Moves a multi-node gang's running job once every part of its current attempt has ended
+// (model::GangEnd, then AfterAttempt); false while a part is live or if it is not running.
+// Locks the job's row. Call after writing the part's end, in the same transaction.
+StatusOr<bool> SettleGang(PgConn& c, const std::string& job_id);
+// SQL: true if another part of the gang attempt `a` (an attempts alias) has ended other
+// than succeeded, so `a` cannot go on.
+#define FRUGAL_GANG_BROKEN(a)                                                              \
+  "EXISTS (SELECT 1 FROM attempts gp WHERE gp.job_id = " a ".job_id AND gp.number = " a \
+  ".number AND gp.id <> " a ".id AND gp.ended_at IS NOT NULL AND gp.end_reason <>"        \
+  " 'succeeded')"
 StatusOr<PoolChange> UpsertPoolTx(PgConn& c, const Principal& actor, const model::Pool& pool);
 struct TeamChange {
   ConfigChange change;

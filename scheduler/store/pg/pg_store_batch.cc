@@ -37,6 +37,7 @@ StatusOr<json> Row(const SubmitRequest& req, JobId id, std::optional<std::int64_
               {"env", s.env},
               {"working_dir", s.working_dir},
               {"gpus", s.gpus},
+              {"nodes", s.nodes},
               {"gpu_types", s.gpu_types},
               {"min_gpu_mem_gb", opt(s.min_gpu_mem_gb)},
               {"priority", s.priority},
@@ -89,7 +90,7 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
              " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
              " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
-             " depends_on_any, state, reason, awaiting_approval, array_id, array_index)"
+             " depends_on_any, state, reason, awaiting_approval, array_id, array_index, nodes)"
              " OVERRIDING SYSTEM VALUE"
              " SELECT r.id, $1, $2, r.name, r.project,"
              " ARRAY(SELECT jsonb_array_elements_text(r.command)), r.env, r.working_dir,"
@@ -102,7 +103,7 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " ARRAY(SELECT jsonb_array_elements_text(r.depends_on_any)::bigint),"
              " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
              " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL,"
-             " r.array_id, r.array_index"
+             " r.array_id, r.array_index, r.nodes"
              " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
              " project text, command jsonb, env jsonb, working_dir text, gpus int,"
              " gpu_types jsonb, min_gpu_mem_gb int, priority text, priority_rank int,"
@@ -110,7 +111,7 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " tolerance text, checkpoint_interval_s bigint, depends_on jsonb,"
              " labels jsonb, max_attempts int, idempotency_key text,"
              " request_sha256 text, depends_on_any jsonb, approval_reason text,"
-             " array_id bigint, array_index int)"
+             " array_id bigint, array_index int, nodes int)"
              " ORDER BY r.id"
              " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
              " DO NOTHING RETURNING id",

@@ -47,7 +47,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')),"
                " (SELECT min(d.id) FROM jobs d WHERE d.id = ANY (j.depends_on)"
                "   AND NOT d.id = ANY (j.depends_on_any)"
-               "   AND d.state IN ('failed', 'cancelled', 'timed_out'))"
+               "   AND d.state IN ('failed', 'cancelled', 'timed_out')), j.nodes"
                " FROM jobs j WHERE j.state = 'pending'"
                " AND (j.not_before IS NULL OR j.not_before <= now())"
                // A throttled array's tasks beyond its room (max_running less those running)
@@ -73,6 +73,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
       if (!p.IsNull(i, 12)) j.progress = p.Double(i, 12);
       j.waiting_for = json::parse(p.Text(i, 13)).get<std::vector<model::JobId>>();
       j.failed_dependency = p.OptInt(i, 14);
+      j.nodes = static_cast<int>(p.Int(i, 15));
       s.pending.push_back(std::move(j));
     }
     ASSIGN_OR_RETURN(
@@ -85,7 +86,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                FRUGAL_US("j.priority_preempted_at") ","
                " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
                " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
-               " t.idle_policy, j.idle_requeues, pcr.min_run_time_s"
+               " t.idle_policy, j.idle_requeues, pcr.min_run_time_s, a.gang_size"
                " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
                " JOIN teams t ON t.id = j.team_id"
                " LEFT JOIN priority_class_runtimes pcr ON pcr.priority = j.priority"
@@ -119,6 +120,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                                                  : model::IdlePolicy::kWarn;
       a.idle_requeues = static_cast<int>(r.Int(i, 22));
       if (auto v = r.OptInt(i, 23)) a.min_run_time = Seconds(*v);
+      a.gang_size = static_cast<int>(r.Int(i, 24));
       s.running.push_back(std::move(a));
     }
     ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
@@ -391,21 +393,29 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  "WITH live AS (SELECT id, lease_epoch FROM nodes WHERE id = ANY($2::bigint[])"
                  "   AND state = 'live' AND lease_expires_at > now() AND drained_at IS NULL"
                  "   ORDER BY id FOR UPDATE),"
-                 " a AS (SELECT t.*, live.lease_epoch FROM unnest($1::bigint[], $2::bigint[],"
-                 "   $3::int[], ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
-                 "   AS t(job_id, node_id, gpus, reason, expected) JOIN live ON live.id = t.node_id),"
+                 // A job's parts (a gang spread over nodes) in plan order: rank 0 first.
+                 " t AS (SELECT t.*, (row_number() OVER w - 1)::int AS rank,"
+                 "   (count(*) OVER (PARTITION BY t.job_id))::int AS parts"
+                 "   FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
+                 "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
+                 "   WITH ORDINALITY AS t(job_id, node_id, gpus, reason, expected, ord)"
+                 "   WINDOW w AS (PARTITION BY t.job_id ORDER BY t.ord)),"
+                 " a AS (SELECT t.*, live.lease_epoch FROM t JOIN live ON live.id = t.node_id),"
+                 // All or nothing (decision 0032): a job starts only if every part's node
+                 // is still live; otherwise it stays pending and the next cycle re-plans it.
+                 " whole AS (SELECT job_id, min(reason) FILTER (WHERE rank = 0) AS reason"
+                 "   FROM a GROUP BY job_id HAVING count(*) = max(parts)),"
                  " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
                  "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
-                 "   reason = a.reason FROM a WHERE j.id = a.job_id AND j.state = 'pending'"
-                 "   RETURNING j.id, j.attempt_count, a.node_id, a.gpus, a.reason, a.expected,"
-                 "   a.lease_epoch),"
-                 " ins AS (INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch,"
-                 "   expected_cost_micros) SELECT upd.id, upd.attempt_count, upd.node_id,"
-                 "   upd.gpus, upd.lease_epoch, greatest(upd.expected, 0)"
-                 "   FROM upd RETURNING job_id),"
+                 "   reason = whole.reason FROM whole WHERE j.id = whole.job_id"
+                 "   AND j.state = 'pending' RETURNING j.id, j.attempt_count, whole.reason),"
+                 " ins AS (INSERT INTO attempts (job_id, number, rank, gang_size, node_id, gpus,"
+                 "   lease_epoch, expected_cost_micros) SELECT upd.id, upd.attempt_count, a.rank,"
+                 "   a.parts, a.node_id, a.gpus, a.lease_epoch, greatest(a.expected, 0)"
+                 "   FROM upd JOIN a ON a.job_id = upd.id RETURNING job_id),"
                  " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                  "   SELECT id, 'state_changed', 'pending', 'running', reason FROM upd)"
-                 " SELECT count(*) FROM ins",
+                 " SELECT count(DISTINCT job_id) FROM ins",
                  {IntArray(as, [](auto& a) { return a.job_id; }),
                   IntArray(as, [](auto& a) { return a.node_id; }),
                   IntArray(as, [](auto& a) { return a.gpus; }), Reasons(as),

@@ -22,7 +22,7 @@ const char* const kJobColumns =
     " j.state, j.reason, j.cancel_requested_at IS NOT NULL, j.attempt_count, "
     FRUGAL_US("j.created_at") ", " FRUGAL_US("j.updated_at") ", " FRUGAL_US("j.started_at")
     ", " FRUGAL_US("j.finished_at") ", to_json(j.depends_on_any)::text, j.array_id,"
-    " j.array_index";
+    " j.array_index, j.nodes";
 
 Timestamp FromMicros(std::int64_t us) { return Timestamp(std::chrono::microseconds(us)); }
 
@@ -77,6 +77,7 @@ Job ParseJob(const PgResult& r, int i, int first) {
   j.spec.after_any = json::parse(r.Text(i, c++)).get<std::vector<JobId>>();
   j.array_id = r.OptInt(i, c++);
   if (auto v = r.OptInt(i, c++)) j.array_index = static_cast<int>(*v);
+  j.spec.nodes = static_cast<int>(r.Int(i, c++));
   std::erase_if(j.spec.after, [&](JobId id) {
     return std::find(j.spec.after_any.begin(), j.spec.after_any.end(), id) !=
            j.spec.after_any.end();
@@ -173,6 +174,7 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
         req.idempotency_key ? PgParam(req.request_sha256) : std::nullopt,
         json(s.after_any).dump(),
         req.approval_reason,
+        std::to_string(s.nodes),
     };
     ASSIGN_OR_RETURN(
         auto ins,
@@ -181,7 +183,7 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
                " gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank, deadline, estimate_s,"
                " max_runtime_s, tolerance, checkpoint_interval_s, depends_on, labels,"
                " max_attempts, idempotency_key, request_sha256, depends_on_any, state, reason,"
-               " awaiting_approval) VALUES ($1, $2,"
+               " awaiting_approval, nodes) VALUES ($1, $2,"
                " $3, $4,"
                " ARRAY(SELECT jsonb_array_elements_text($5::jsonb)), $6::jsonb, $7, $8,"
                " ARRAY(SELECT jsonb_array_elements_text($9::jsonb)), $10, $11, $12,"
@@ -189,7 +191,7 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
                " ARRAY(SELECT jsonb_array_elements_text($18::jsonb)::bigint), $19::jsonb, $20,"
                " $21, $22, ARRAY(SELECT jsonb_array_elements_text($23::jsonb)::bigint),"
                " CASE WHEN $24::text IS NULL THEN 'pending' ELSE 'held' END, coalesce($24, ''),"
-               " $24::text IS NOT NULL)"
+               " $24::text IS NOT NULL, $25)"
                " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
                " DO NOTHING RETURNING id",
                p));

@@ -17,15 +17,18 @@ using nlohmann::json;
 namespace {
 
 // Ends every active attempt of the nodes in the `lost` CTE (id, name, notice_at,
-// below_epoch) whose lease epoch is below `below_epoch`, and requeues their jobs. One statement, so the sweep and a re-registration share the same
-// transition. A node that had a preemption notice and then vanished was reclaimed: its
-// attempts end `preempted` (the worker did not get to report in time), others `node_lost`.
+// below_epoch) whose lease epoch is below `below_epoch`, and requeues their jobs. One
+// statement, so the sweep and a re-registration share the same transition. A node that had
+// a preemption notice and then vanished was reclaimed: its attempts end `preempted` (the
+// worker did not get to report in time), others `node_lost`. A part of a multi-node gang
+// is only ended here; SettleGang moves its job once no part is live (decision 0032), and
+// its live peers are stopped through their heartbeats.
 constexpr const char* kEndLostAttempts =
     " ended AS (UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
     "   end_reason = CASE WHEN lost.notice_at IS NULL THEN 'node_lost' ELSE 'preempted' END"
     "   FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
     "   AND a.lease_epoch < lost.below_epoch"
-    "   RETURNING a.id, a.job_id, lost.name, a.end_reason),"
+    "   RETURNING a.id, a.job_id, lost.name, a.end_reason, a.gang_size),"
     " requeued AS (UPDATE jobs j SET"
     "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
     "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
@@ -34,15 +37,29 @@ constexpr const char* kEndLostAttempts =
     "   '; resuming from the latest checkpoint' ELSE 'cancelled; node ' || ended.name ||"
     "   ' was lost' END,"
     "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
+    "   AND ended.gang_size = 1"
     "   RETURNING j.id, j.state, j.reason),"
     " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
     "   SELECT id, 'state_changed', 'running', state, reason FROM requeued)";
 
+// The gangs whose parts `ended` ended: "id,id,..." (empty: none).
+constexpr const char* kEndedGangs =
+    "coalesce((SELECT string_agg(DISTINCT e.job_id::text, ',') FROM ended e"
+    " WHERE e.gang_size > 1), '')";
+
+Status SettleGangs(PgConn& c, const std::string& ids) {
+  std::stringstream list(ids);
+  std::string id;
+  while (std::getline(list, id, ',')) RETURN_IF_ERROR(pg::SettleGang(c, id).status());
+  return Status::Ok();
+}
+
 StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
                               const std::vector<PgParam>& params) {
   ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
-                                            " SELECT count(*) FROM ended",
+                                            " SELECT count(*), " + kEndedGangs + " FROM ended",
                                   params));
+  RETURN_IF_ERROR(SettleGangs(c, r.Text(0, 1)));
   RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   return static_cast<int>(r.Int(0, 0));
 }
@@ -56,9 +73,10 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
   ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
                                             " SELECT l.name, coalesce((SELECT string_agg("
                                             "e.id::text || ':' || e.job_id::text, ',' ORDER BY"
-                                            " e.id) FROM ended e WHERE e.name = l.name), '')"
-                                            " FROM lost l ORDER BY l.name",
+                                            " e.id) FROM ended e WHERE e.name = l.name), ''), " +
+                                            kEndedGangs + " FROM lost l ORDER BY l.name",
                                   params));
+  if (r.rows() > 0) RETURN_IF_ERROR(SettleGangs(c, r.Text(0, 2)));
   RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   std::vector<LostNode> out;
   for (int i = 0; i < r.rows(); ++i) {
@@ -79,6 +97,15 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
 // The `below_epoch` of a node whose every attempt is lost.
 constexpr const char* kAllEpochs = "9223372036854775807::bigint AS below_epoch";
 
+// The port rank 0 of a gang listens on for its rendezvous: the same for every part of an
+// attempt without a round trip, spread over 20000-29999 (below the usual ephemeral range)
+// so that two gangs whose masters share a node rarely meet. A clash fails that attempt's
+// rendezvous, which retries it as a failure.
+int GangPort(model::JobId job, int number) {
+  const std::uint64_t h = static_cast<std::uint64_t>(job) * 1000003u + static_cast<unsigned>(number);
+  return 20000 + static_cast<int>(h % 10000);
+}
+
 // The fence check every attempt report starts with (protocol/worker_protocol.h): locks the
 // attempt and tells whether it is on the caller's node and current under this fence.
 struct Fenced {
@@ -87,6 +114,8 @@ struct Fenced {
   std::int64_t log_bytes = 0;
   bool idle_stopped = false;
   std::optional<std::int64_t> latest_step;  // the job's latest committed checkpoint
+  int rank = 0;       // a gang's part: its rank (decision 0032)
+  int gang_size = 1;  // > 1: a part of a multi-node gang
 };
 
 StatusOr<Fenced> CheckFence(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
@@ -95,7 +124,8 @@ StatusOr<Fenced> CheckFence(PgConn& c, model::AttemptId attempt, std::int64_t le
       auto r, c.Exec("attempt_fence",
                      "SELECT a.job_id, a.node_id = $3, a.ended_at IS NULL AND a.lease_epoch = $2"
                      " AND a.fence = $4, n.name, a.log_bytes, a.idle_stopped_at IS NOT NULL,"
-                     " (SELECT max(step) FROM checkpoints k WHERE k.job_id = a.job_id)"
+                     " (SELECT max(step) FROM checkpoints k WHERE k.job_id = a.job_id),"
+                     " a.rank, a.gang_size"
                      " FROM attempts a JOIN nodes n ON n.id = a.node_id WHERE a.id = $1"
                      " FOR UPDATE OF a",
                      {std::to_string(attempt), std::to_string(lease_epoch),
@@ -108,7 +138,8 @@ StatusOr<Fenced> CheckFence(PgConn& c, model::AttemptId attempt, std::int64_t le
   if (!r.Bool(0, 2)) {
     return Conflict(what + " is not active on this lease with this fence; the report was ignored");
   }
-  return Fenced{r.Text(0, 0), r.Text(0, 3), r.Int(0, 4), r.Bool(0, 5), r.OptInt(0, 6)};
+  return Fenced{r.Text(0, 0), r.Text(0, 3), r.Int(0, 4), r.Bool(0, 5), r.OptInt(0, 6),
+                static_cast<int>(r.Int(0, 7)), static_cast<int>(r.Int(0, 8))};
 }
 
 Status MarkAcknowledged(PgConn& c, model::AttemptId attempt) {
@@ -159,6 +190,94 @@ Status AppendLogInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epo
 }
 
 // Ends `attempt` and moves its job, inside the caller's transaction; returns the job id.
+// Writes the job's move after its attempt ended (`from`: the state it is in now).
+Status WriteTransition(PgConn& c, const std::string& job_id, const std::string& from,
+                       const model::Transition& next) {
+  const std::string to = model::ToString(next.to);
+  RETURN_IF_ERROR(c.Exec("finish_job_update",
+                         "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
+                         " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
+                         " make_interval(secs => $5::bigint) ELSE NULL END,"
+                         " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
+                         " updated_at = now() WHERE id = $1",
+                         {job_id, to, next.reason, std::to_string(next.failures),
+                          std::to_string(next.backoff_seconds),
+                          model::IsTerminal(next.to) ? "true" : "false"})
+                      .status());
+  return c.Exec("finish_event",
+                "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
+                " VALUES ($1, 'state_changed', $4, $2, $3)",
+                {job_id, to, next.reason, from})
+      .status();
+}
+
+// The job's row, locked: what AfterAttempt needs. Empty if it is not in state `from`.
+StatusOr<std::optional<model::JobFacts>> LockJobFacts(PgConn& c, const std::string& job_id,
+                                                      const std::string& from) {
+  ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
+                                  "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
+                                  " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
+                                  {job_id, from}));
+  if (j.rows() == 0) return std::optional<model::JobFacts>();
+  model::JobFacts facts;
+  facts.failures = static_cast<int>(j.Int(0, 0));
+  facts.max_attempts = static_cast<int>(j.Int(0, 1));
+  facts.cancel_requested = j.Bool(0, 2);
+  facts.idle_requeues = j.Int(0, 3);
+  return std::optional<model::JobFacts>(facts);
+}
+
+model::AttemptEnd ParseAttemptEnd(const std::string& s) {
+  using model::AttemptEnd;
+  for (AttemptEnd e : {AttemptEnd::kSucceeded, AttemptEnd::kFailed, AttemptEnd::kTimedOut,
+                       AttemptEnd::kCancelled, AttemptEnd::kPreempted, AttemptEnd::kNodeLost}) {
+    if (s == model::ToString(e)) return e;
+  }
+  return AttemptEnd::kFailed;
+}
+
+}  // namespace
+
+namespace pg {
+
+// A multi-node gang's job moves once, when the last part of its current attempt has ended
+// (decision 0032). The job's row is locked before the parts are read, and every part's end
+// is written before this is called, so of two parts ending at once the second always sees
+// the first: exactly one of them settles the job. Peers are never locked here: a part that
+// ends badly stops the others through their heartbeats (heartbeat_stops), so two ends on
+// two nodes never wait on each other. False while a part is still live or once settled.
+StatusOr<bool> SettleGang(PgConn& c, const std::string& job_id) {
+  ASSIGN_OR_RETURN(auto facts, LockJobFacts(c, job_id, "running"));
+  if (!facts) return false;
+  ASSIGN_OR_RETURN(auto p, c.Exec("gang_parts",
+                                  "SELECT p.ended_at IS NULL, p.end_reason, p.exit_code, n.name,"
+                                  " p.idle_stopped_at IS NOT NULL FROM jobs j JOIN attempts p ON"
+                                  " p.job_id = j.id AND p.number = j.attempt_count JOIN nodes n ON"
+                                  " n.id = p.node_id WHERE j.id = $1 ORDER BY p.rank",
+                                  {job_id}));
+  std::vector<model::AttemptEnd> ends;
+  bool idle_stopped = false;
+  for (int i = 0; i < p.rows(); ++i) {
+    if (p.Bool(i, 0)) return false;
+    ends.push_back(ParseAttemptEnd(p.Text(i, 1)));
+    idle_stopped = idle_stopped || p.Bool(i, 4);
+  }
+  if (ends.empty()) return false;
+  model::AttemptResult result;
+  result.end = model::GangEnd(ends);
+  // The part that decided the gang's end speaks for it: its exit code and node.
+  const int worst = static_cast<int>(std::find(ends.begin(), ends.end(), result.end) - ends.begin());
+  if (!p.IsNull(worst, 2)) result.exit_code = static_cast<int>(p.Int(worst, 2));
+  result.node = p.Text(worst, 3);
+  result.idle_stopped = idle_stopped;
+  RETURN_IF_ERROR(WriteTransition(c, job_id, "running", model::AfterAttempt(*facts, result)));
+  return true;
+}
+
+}  // namespace pg
+
+namespace {
+
 // Fenced as CommitCheckpoint, except that a late result is taken (decision 0019).
 StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
                                  Outcome outcome, std::optional<int> exit_code,
@@ -172,12 +291,14 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
     // A late result (decision 0019): the node was declared lost while the attempt had
     // already ended there, and its worker reports now, with the attempt's own fence. As
     // long as the job was not placed again, the result stands, so finished work is never
-    // run twice. (The ledger keeps what it billed when the node was lost.)
+    // run twice. (The ledger keeps what it billed when the node was lost.) Not for a part
+    // of a gang: one part's result is not the gang's, whose other parts were lost too.
     ASSIGN_OR_RETURN(auto r, c.Exec("finish_late",
                                     "SELECT a.job_id, n.name FROM attempts a JOIN nodes n ON"
                                     " n.id = a.node_id JOIN jobs j ON j.id = a.job_id"
                                     " WHERE a.id = $1 AND a.lease_epoch = $2 AND a.node_id = $3"
                                     " AND a.fence = $4 AND a.end_reason = 'node_lost'"
+                                    " AND a.gang_size = 1"
                                     " AND j.state = 'pending' AND j.attempt_count = a.number"
                                     " FOR UPDATE OF a, j",
                                     {std::to_string(attempt), std::to_string(lease_epoch),
@@ -197,43 +318,20 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
                          {std::to_string(attempt), ToString(outcome),
                           exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
                       .status());
-  const std::string& job_id = att.job_id;
-  const std::string& node = att.node;
+  if (att.gang_size > 1) {
+    RETURN_IF_ERROR(pg::SettleGang(c, att.job_id).status());
+    return att.job_id;
+  }
   const std::string from = late ? "pending" : "running";
-  ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
-                                  "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
-                                  " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
-                                  {job_id, from}));
-  if (j.rows() == 0) return Internal("job " + job_id + " of an active attempt is not " + from);
-  model::JobFacts facts;
-  facts.failures = static_cast<int>(j.Int(0, 0));
-  facts.max_attempts = static_cast<int>(j.Int(0, 1));
-  facts.cancel_requested = j.Bool(0, 2);
-  facts.idle_requeues = j.Int(0, 3);
+  ASSIGN_OR_RETURN(auto facts, LockJobFacts(c, att.job_id, from));
+  if (!facts) return Internal("job " + att.job_id + " of an active attempt is not " + from);
   model::AttemptResult result;
   result.end = AttemptEndOf(outcome);
   result.exit_code = exit_code;
-  result.node = node;
+  result.node = att.node;
   result.idle_stopped = att.idle_stopped;
   result.late = late;
-  const model::Transition next = model::AfterAttempt(facts, result);
-  const std::string to = model::ToString(next.to);
-  const std::string& reason = next.reason;
-  const bool terminal = model::IsTerminal(next.to);
-  RETURN_IF_ERROR(c.Exec("finish_job_update",
-                         "UPDATE jobs SET state = $2, reason = $3, failures = $4,"
-                         " not_before = CASE WHEN $5::bigint > 0 THEN now() +"
-                         " make_interval(secs => $5::bigint) ELSE NULL END,"
-                         " finished_at = CASE WHEN $6::bool THEN now() ELSE NULL END,"
-                         " updated_at = now() WHERE id = $1",
-                         {job_id, to, reason, std::to_string(next.failures),
-                          std::to_string(next.backoff_seconds), terminal ? "true" : "false"})
-                      .status());
-  RETURN_IF_ERROR(c.Exec("finish_event",
-                         "INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                         " VALUES ($1, 'state_changed', $4, $2, $3)",
-                         {job_id, to, reason, from})
-                      .status());
+  RETURN_IF_ERROR(WriteTransition(c, att.job_id, from, model::AfterAttempt(*facts, result)));
   return att.job_id;
 }
 
@@ -310,8 +408,8 @@ StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::
     ASSIGN_OR_RETURN(auto r, c.Exec("register_worker",
                                     "INSERT INTO nodes (name, pool_id, gpus, gpu_type, gpu_mem_gb,"
                                     " lease_expires_at, last_heartbeat_at, credential_sha256,"
-                                    " credential_issued_at) SELECT $1, p.id, $3, $4,"
-                                    " $5, now() + make_interval(secs => $6), now(), $7, now()"
+                                    " credential_issued_at, address) SELECT $1, p.id, $3, $4,"
+                                    " $5, now() + make_interval(secs => $6), now(), $7, now(), $8"
                                     " FROM pools p"
                                     " WHERE p.name = $2 ON CONFLICT (name) DO UPDATE SET pool_id ="
                                     " EXCLUDED.pool_id, gpus = EXCLUDED.gpus, gpu_type ="
@@ -319,7 +417,7 @@ StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::
                                     " lease_epoch = nodes.lease_epoch + 1, lease_expires_at ="
                                     " EXCLUDED.lease_expires_at, last_heartbeat_at = now(),"
                                     " credential_sha256 = EXCLUDED.credential_sha256,"
-                                    " credential_issued_at = now(),"
+                                    " credential_issued_at = now(), address = EXCLUDED.address,"
                                     // A removed node comes back as a new one: an admin
                                     // drain of its earlier life does not carry over.
                                     " drained_at = CASE WHEN nodes.state = 'gone' THEN NULL"
@@ -329,7 +427,7 @@ StatusOr<Registration> PgStore::RegisterWorker(const model::Node& n, const std::
                                     {n.name, pool_name, std::to_string(n.gpus), n.gpu_type,
                                      std::to_string(n.gpu_mem_gb),
                                      std::to_string(lease_ttl.count()),
-                                     Sha256Hex(reg.credential)}));
+                                     Sha256Hex(reg.credential), n.address}));
     if (r.rows() == 0) return FailedPrecondition("unknown pool '" + pool_name + "'", "pool");
     reg.node_id = r.Int(0, 0);
     reg.lease_epoch = r.Int(0, 1);
@@ -402,9 +500,13 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                        " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
                        " a.node_id = $1 AND a.ended_at IS NULL)"
                        " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
-                       " 'cancelled' ELSE a.stop_reason END, a.fence FROM attempts a JOIN jobs j ON"
+                       " 'cancelled' ELSE coalesce(a.stop_reason, 'preempted') END, a.fence"
+                       " FROM attempts a JOIN jobs j ON"
                        " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
-                       " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL)",
+                       " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL"
+                       // A gang whose part ended badly cannot go on: its other parts stop
+                       // and end preempted, and the gang moves as its worst part ended.
+                       " OR (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") "))",
                        {node_id, running.dump()}));
     for (int i = 0; i < s.rows(); ++i) {
       ASSIGN_OR_RETURN(auto reason, protocol::ParseStopReason(s.Text(i, 1)));
@@ -415,11 +517,16 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                        std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
                            ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
                            " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
-                           " k.job_id = j.id) FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                           " k.job_id = j.id), a.rank, a.gang_size, (SELECT coalesce(nullif(n0.address, ''),"
+                           " n0.name) FROM"
+                           " attempts a0 JOIN nodes n0 ON n0.id = a0.node_id WHERE a0.job_id ="
+                           " a.job_id AND a0.number = a.number AND a0.rank = 0)"
+                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                            " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
                            " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"
                            " AND a.acked_at IS NULL"
                            " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
+                           " AND (a.gang_size = 1 OR NOT " FRUGAL_GANG_BROKEN("a") ")"
                            " ORDER BY a.id",
                        {node_id, std::to_string(req.lease_epoch)}));
     constexpr int kFirstJobColumn = 4;
@@ -436,6 +543,12 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
       const int after_job = kFirstJobColumn + pg::kJobColumnCount;
       if (!a.IsNull(i, after_job)) o.resume_from = a.Text(i, after_job);
       o.resume_step = a.OptInt(i, after_job + 1);
+      o.rank = static_cast<int>(a.Int(i, after_job + 2));
+      o.gang_size = static_cast<int>(a.Int(i, after_job + 3));
+      if (o.gang_size > 1) {
+        o.master_addr = a.IsNull(i, after_job + 4) ? "" : a.Text(i, after_job + 4);
+        o.master_port = GangPort(o.job_id, o.number);
+      }
       reply.assignments.push_back(std::move(o));
     }
     return reply;
@@ -446,6 +559,13 @@ Status PgStore::CommitCheckpoint(const CheckpointReport& r, const AttemptAuth& a
   return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
     ASSIGN_OR_RETURN(Fenced att, CheckFence(c, r.attempt_id, r.lease_epoch, auth));
     RETURN_IF_ERROR(MarkAcknowledged(c, r.attempt_id));
+    if (att.rank > 0) {
+      // One checkpoint per step for the whole gang (decision 0032): rank 0 writes it, as
+      // torch.distributed programs do; the others' state is in it.
+      return FailedPrecondition("only rank 0 of a multi-node gang commits checkpoints; this "
+                                "attempt is rank " + std::to_string(att.rank),
+                                "attempt_id");
+    }
     if (att.latest_step && r.step <= *att.latest_step) {
       return FailedPrecondition("step " + std::to_string(r.step) +
                                     " does not advance the latest committed step " +
