@@ -256,6 +256,7 @@ json EncodeJobDetail(const store::JobDetail& d) {
   for (const auto& a : d.attempts) {
     attempts.push_back({{"id", a.id},
                         {"number", a.number},
+                        {"rank", a.rank},
                         {"node", a.node},
                         {"pool", a.pool},
                         {"gpus", a.gpus},

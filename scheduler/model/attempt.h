@@ -17,6 +17,7 @@ struct Attempt {
   AttemptId id = 0;
   JobId job_id = 0;
   int number = 0;  // 1-based within the job
+  int rank = 0;    // a multi-node gang's part: its rank (all parts share the number)
   NodeId node_id = 0;
   std::string node;
   std::string pool;

@@ -28,10 +28,22 @@ TEST(CodecTest, DecodesAFullSubmit) {
   EXPECT_EQ(FormatRfc3339(*s->deadline), "2026-11-23T12:00:00Z");
 }
 
+TEST(CodecTest, AGangIsNodesAndItsTotalGpus) {
+  auto s = Decode(R"({"command":["torchrun","train.py"],"nodes":4,"gpus":32})");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->nodes, 4);
+  EXPECT_EQ(s->gpus, 32);
+  auto bad = Decode(R"({"command":["x"],"nodes":4,"gpus":6})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("multiple of nodes"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(CodecTest, DefaultsAreSensible) {
   auto s = Decode(R"({"command":["true"]})");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->gpus, 1);
+  EXPECT_EQ(s->nodes, 1);
   EXPECT_EQ(s->priority, "normal");
   EXPECT_EQ(s->tolerance, model::Tolerance::kRestartable);
   EXPECT_EQ(s->max_attempts, 3);
@@ -71,6 +83,10 @@ TEST(CodecTest, RejectsBadInputNamingTheField) {
       {R"({"command":["x"],"estimate_seconds":100,"max_runtime_seconds":50})",
        StatusCode::kInvalidArgument, "max_runtime_seconds"},
       {R"({"command":["x"],"after":[0]})", StatusCode::kInvalidArgument, "after[0]"},
+      {R"({"command":["x"],"nodes":0})", StatusCode::kInvalidArgument, "nodes"},
+      {R"({"command":["x"],"nodes":65,"gpus":65})", StatusCode::kInvalidArgument, "nodes"},
+      {R"({"command":["x"],"nodes":2,"gpus":3})", StatusCode::kInvalidArgument, "nodes"},
+      {R"({"command":["x"],"nodes":2})", StatusCode::kInvalidArgument, "nodes"},
   };
   for (const auto& c : cases) {
     auto s = Decode(c.body);

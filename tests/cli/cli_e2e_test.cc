@@ -64,7 +64,8 @@ TEST_F(CliE2eTest, SubmitSendsTheSameJobAsRawHttp) {
   // b. The same job twice: once as JSON over HTTP, once through every `frugal submit` flag.
   const json body = {{"name", "raw"},
                      {"command", {"python", "train.py", "--lr", "0.1"}},
-                     {"gpus", 2},
+                     {"gpus", 4},
+                     {"nodes", 2},
                      {"gpu_types", {"a100", "h100"}},
                      {"priority", "high"},
                      {"deadline", "2099-01-01T00:00:00Z"},
@@ -86,7 +87,9 @@ TEST_F(CliE2eTest, SubmitSendsTheSameJobAsRawHttp) {
                      "submit",
                      "--name",
                      "cli",
-                     "--gpus",
+                     "--nodes",
+                     "2",
+                     "--gpus-per-node",
                      "2",
                      "--gpu-type",
                      "a100,h100",
@@ -148,7 +151,8 @@ TEST_F(CliE2eTest, SubmitSendsTheSameJobAsRawHttp) {
   EXPECT_EQ(listed_raw["name"], "raw");
   EXPECT_EQ(listed_cli["name"], "cli");
   // Spot checks, so that "equal" cannot mean "both empty".
-  EXPECT_EQ(listed_cli["gpus"], 2);
+  EXPECT_EQ(listed_cli["gpus"], 4);
+  EXPECT_EQ(listed_cli["nodes"], 2);
   EXPECT_EQ(listed_cli["gpu_types"], json({"a100", "h100"}));
   EXPECT_EQ(listed_cli["deadline"], "2099-01-01T00:00:00Z");
   EXPECT_EQ(listed_cli["estimate_seconds"], 3600);

@@ -72,15 +72,24 @@ std::vector<std::string> CheckInvariants(const std::string& conninfo,
   rows("SELECT 'job ' || id || ' is ' || state FROM jobs WHERE id = ANY('" + ids +
            "'::bigint[]) AND state NOT IN ('succeeded', 'failed', 'cancelled', 'timed_out')",
        "not terminal");
-  rows("SELECT 'job ' || job_id || ' has ' || count(*) || ' active attempts' FROM attempts"
-       " WHERE ended_at IS NULL GROUP BY job_id HAVING count(*) > 1",
+  // A multi-node gang's attempt is one part per node (decision 0032): a copy is a rank.
+  rows("SELECT 'job ' || job_id || ' rank ' || rank || ' has ' || count(*) ||"
+       " ' active attempts' FROM attempts"
+       " WHERE ended_at IS NULL GROUP BY job_id, rank HAVING count(*) > 1",
+       "double run");
+  rows("SELECT 'job ' || job_id || ' has active parts of attempts ' || min(number) || ' and ' ||"
+       " max(number) FROM attempts WHERE ended_at IS NULL GROUP BY job_id"
+       " HAVING min(number) <> max(number)",
        "double run");
   rows("SELECT 'job ' || j.id || ' (' || j.state || ') has active attempt ' || a.id FROM jobs j"
        " JOIN attempts a ON a.job_id = j.id WHERE a.ended_at IS NULL AND j.state <> 'running'",
        "orphan attempt");
   // Two attempts of one job must not overlap in time: never running in two places.
+  // Two attempts of one job must not overlap in time: never running in two places. The
+  // parts of one gang attempt run together by design.
   rows("SELECT 'job ' || a.job_id || ' attempts ' || a.id || ' and ' || b.id || ' overlap'"
        " FROM attempts a JOIN attempts b ON a.job_id = b.job_id AND a.id < b.id"
+       " AND a.number <> b.number"
        " WHERE b.started_at < coalesce(a.ended_at, 'infinity')",
        "overlap");
   rows("SELECT 'job ' || job_id || ' checkpoint ' || id || ' went back to step ' || step FROM"

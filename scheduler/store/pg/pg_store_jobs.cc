@@ -264,11 +264,11 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
                                     " a.lease_epoch, " FRUGAL_US("a.started_at") ", "
                                     FRUGAL_US("a.ended_at") ", coalesce(a.end_reason, ''),"
                                     " a.exit_code, a.peak_gpu_mem_mb,"
-                                    " coalesce(" FRUGAL_STOP_KIND("a") ", '')"
+                                    " coalesce(" FRUGAL_STOP_KIND("a") ", ''), a.rank"
                                     " FROM attempts a JOIN nodes n"
                                     " ON n.id = a.node_id"
                                     " JOIN pools p ON p.id = n.pool_id WHERE a.job_id = $1"
-                                    " ORDER BY a.number",
+                                    " ORDER BY a.number, a.rank",
                                     {sid}));
     for (int i = 0; i < a.rows(); ++i) {
       model::Attempt at;
@@ -286,6 +286,7 @@ StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visib
       if (auto v = a.OptInt(i, 10)) at.exit_code = static_cast<int>(*v);
       if (auto v = a.OptInt(i, 11)) at.peak_gpu_mem_mb = static_cast<int>(*v);
       at.stop_kind = a.Text(i, 12);
+      at.rank = static_cast<int>(a.Int(i, 13));
       d.attempts.push_back(at);
     }
     ASSIGN_OR_RETURN(auto ck, c.Exec("job_latest_checkpoint",
