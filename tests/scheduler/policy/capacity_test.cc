@@ -44,6 +44,47 @@ TEST(CapacityTest, BigGangsSpanTheFewestNodesOfOnePool) {
   EXPECT_EQ(cap.FreeGpus(0), 8);
 }
 
+TEST(CapacityTest, AMultiNodeGangTakesOnePartOnEachOfDistinctNodes) {
+  model::Snapshot s;
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
+  s.running = {MakeRunning(10, 10, 1, 4), MakeRunning(11, 11, 2, 6)};  // free: 4, 2, 8
+  Capacity cap(s, PolicyConfig{});
+  // 2 x 4: node 2 (2 free) cannot hold a part, so nodes 1 (the fullest that fits) and 3,
+  // even though node 3 alone has room for both parts.
+  EXPECT_TRUE(cap.CanHost(0, 8, false, 2));
+  EXPECT_EQ(cap.Usable(0, 8, false, 2), 8);  // parts: 1 on node 1, 2 on node 3: one gang
+  auto parts = cap.Take(0, 8, false, 2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node, 1);
+  EXPECT_EQ(parts[0].gpus, 4);
+  EXPECT_EQ(parts[1].node, 3);
+  EXPECT_EQ(parts[1].gpus, 4);
+  // Free now: 0, 2, 4. A second 2 x 4 gang fits on no two nodes: nothing is taken.
+  EXPECT_EQ(cap.Usable(0, 8, false, 2), 0);
+  EXPECT_TRUE(cap.Take(0, 8, false, 2).empty());
+  EXPECT_EQ(cap.FreeGpus(0), 6);
+  // 2 x 2 still fits, on nodes 2 and 3.
+  EXPECT_EQ(cap.Take(0, 4, false, 2).size(), 2u);
+  // More nodes than the pool has can never be hosted.
+  EXPECT_FALSE(cap.CanHost(0, 4, false, 4));
+}
+
+TEST(CapacityTest, AGangOnNewNodesNeedsAWholeNodePerPart) {
+  model::Snapshot s;
+  model::Pool p = MakePool(1, "p", CapacityKind::kOnDemand);
+  p.elastic = true;
+  p.node_gpus = 8;
+  p.max_gpus = 32;
+  s.pools = {p};
+  Capacity cap(s, PolicyConfig{});
+  EXPECT_EQ(cap.NewGpusFor(0, 8, 2), 16);  // 2 x 4 takes two 8-GPU nodes
+  EXPECT_EQ(cap.NewGpusFor(0, 8, 1), 8);
+  EXPECT_TRUE(cap.CanHost(0, 8, false, 2));
+  EXPECT_FALSE(cap.CanHost(0, 40, false, 4));  // 4 x 10: no node holds a part
+  EXPECT_FALSE(cap.CanHost(0, 40, false, 5));  // 5 x 8: 40 GPUs, over max_gpus
+}
+
 TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 10)};
