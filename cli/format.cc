@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace frugal::cli {
 
@@ -81,6 +82,12 @@ std::string StateText(const json& job) {
 std::string GpuText(const json& job) {
   std::string out = Text(job, "gpus") + " GPU";
   if (Text(job, "gpus") != "1") out += "s";
+  // A multi-node gang: its nodes and each one's share.
+  if (Field(job, "nodes").is_number_integer() && Field(job, "nodes").get<int>() > 1) {
+    const int nodes = Field(job, "nodes").get<int>();
+    out += " on " + std::to_string(nodes) + " nodes (" +
+           std::to_string(Field(job, "gpus").get<int>() / nodes) + " each)";
+  }
   const std::string types = JoinArray(Field(job, "gpu_types"), "|");
   const std::string mem = Text(job, "min_gpu_mem_gb");
   if (!types.empty()) out += ", type " + types;
@@ -99,11 +106,16 @@ std::string ToleranceText(const json& job) {
 std::string RenderAttempts(const json& attempts) {
   Table t({"#", "NODE", "POOL", "GPUS", "STARTED", "ENDED", "END REASON", "EXIT"});
   if (attempts.is_array()) {
+    std::map<std::string, int> parts;  // rows per attempt number: > 1 for a gang
+    for (const auto& a : attempts) ++parts[Text(a, "number")];
     for (const auto& a : attempts) {
       // The stop order behind an ending, e.g. "preempted (idle_reclaim)".
       std::string end = Text(a, "end_reason");
       if (!end.empty() && !Text(a, "stop_kind").empty()) end += " (" + Text(a, "stop_kind") + ")";
-      t.AddRow({Text(a, "number"), Text(a, "node"), Text(a, "pool"), Text(a, "gpus"),
+      // A gang's parts share the number: "2.1" is rank 1 of attempt 2.
+      std::string number = Text(a, "number");
+      if (parts[number] > 1) number += "." + Text(a, "rank");
+      t.AddRow({number, Text(a, "node"), Text(a, "pool"), Text(a, "gpus"),
                 OrDash(Text(a, "started_at")), OrDash(Text(a, "ended_at")), OrDash(end),
                 OrDash(Text(a, "exit_code"))});
     }

@@ -100,7 +100,7 @@ Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& poo
     pq.pool = p.name;
     pq.kind = p.kind;
     pq.gpu_type = p.gpu_type;
-    int nodes = NodesSpanned(work.gpus, NodeSize(p));
+    int nodes = work.nodes > 1 ? work.nodes : NodesSpanned(work.gpus, NodeSize(p));
     Estimate e = EstimateOn(work, p, nodes, p.kind != model::CapacityKind::kReserved);
     pq.expected_cost = e.cost;
     pq.expected_wall = ToSeconds(e.startup_hours + e.wall_hours);
@@ -180,6 +180,7 @@ Quote QuoteJob(const model::PendingJob& job, const std::vector<model::Pool>& poo
 model::PendingJob PendingFromSpec(const model::JobSpec& spec, Timestamp created_at) {
   model::PendingJob j;
   j.gpus = spec.gpus;
+  j.nodes = spec.nodes;
   j.gpu_types = spec.gpu_types;
   j.min_gpu_mem_gb = spec.min_gpu_mem_gb;
   if (auto rank = model::PriorityRank(spec.priority); rank.ok()) j.priority_rank = *rank;
