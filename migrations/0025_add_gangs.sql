@@ -7,6 +7,9 @@ ALTER TABLE jobs ADD COLUMN nodes int NOT NULL DEFAULT 1
 ALTER TABLE attempts ADD COLUMN rank int NOT NULL DEFAULT 0 CHECK (rank >= 0);
 ALTER TABLE attempts ADD COLUMN gang_size int NOT NULL DEFAULT 1
   CHECK (gang_size BETWEEN 1 AND 64 AND rank < gang_size);
+-- When the part's own node said it is going (a reclaim notice or a shutdown) while it ran:
+-- its end then explains its peers' (decision 0032).
+ALTER TABLE attempts ADD COLUMN noticed_at timestamptz;
 ALTER TABLE attempts DROP CONSTRAINT attempts_job_id_number_key;
 ALTER TABLE attempts ADD CONSTRAINT attempts_job_id_number_rank_key UNIQUE (job_id, number, rank);
 -- Never two live copies: of a single-node job, or of any one rank of a gang.

@@ -102,8 +102,10 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   int port;
   if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
   frugal::policy::PolicyConfig policy_config;
-  // Workers run an attempt on one node; a gang waits for one node that holds it whole.
-  policy_config.multi_node_gangs = false;
+  // A job asks for nodes to span them (multi_node_gangs, on): one that did not is never
+  // spread, since its program would not know its rank (decision 0032).
+  policy_config.multi_node_gangs = true;
+  policy_config.spread_large_jobs = false;
   auto policy = frugal::policy::MakePolicy(cfg.policy, policy_config);
   if (!policy.ok()) return Fail(policy.status());
 

@@ -164,6 +164,7 @@ class Agent {
   Outcome OutcomeOf(const Attempt& a) const;
   nlohmann::json Fenced(const Attempt& a, nlohmann::json body) const;
   std::map<std::string, std::string> FrugalEnv(const Attempt& a) const;
+  std::string CheckpointDir(const StartOrder& o) const;
   StatusOr<api::ClientResponse> Post(const std::string& path, const nlohmann::json& body);
 
   const AgentOptions options_;

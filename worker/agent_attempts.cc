@@ -198,6 +198,17 @@ void Agent::Settle(const StartOrder& order, Outcome outcome, const std::string& 
                order.attempt_id, protocol::ToString(outcome), JsonEscape(note));
 }
 
+// The job's checkpoint directory under the (shared) checkpoint root. A gang's parts run as
+// different uids on different nodes and each attempt is handed its directory (PrepareDirs
+// chowns it): rank 0 owns the job's, whose checkpoints it commits (decision 0032); any
+// other rank gets one of its own beside it, so the parts never take a directory from
+// each other.
+std::string Agent::CheckpointDir(const StartOrder& o) const {
+  std::string dir = options_.checkpoint_root + "/" + std::to_string(o.job_id);
+  if (o.gang_size > 1 && o.rank > 0) dir += "-rank-" + std::to_string(o.rank);
+  return dir;
+}
+
 std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
   const StartOrder& o = a.order;
   std::map<std::string, std::string> env = {
@@ -205,7 +216,7 @@ std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
       {"FRUGAL_ATTEMPT", std::to_string(o.attempt)},
       {"FRUGAL_ATTEMPT_ID", std::to_string(o.attempt_id)},
       {"FRUGAL_NODE", options_.node},
-      {"FRUGAL_CHECKPOINT_DIR", options_.checkpoint_root + "/" + std::to_string(o.job_id)},
+      {"FRUGAL_CHECKPOINT_DIR", CheckpointDir(o)},
       {"FRUGAL_RESUME_FROM", o.resume_from},
       {"FRUGAL_RESUME_STEP", o.resume_step ? std::to_string(*o.resume_step) : ""},
       {"FRUGAL_CHECKPOINT_SPOOL", a.spool()},
@@ -215,14 +226,14 @@ std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
     // A part of a multi-node gang, in the names distributed launchers use: MASTER_ADDR and
     // MASTER_PORT are what PyTorch's env:// initialisation reads, and the PET_* copies are
     // torchrun's own defaults for --nnodes, --node-rank, --master-addr and --master-port,
-    // so a bare `torchrun train.py` joins the gang. WORLD_SIZE
-    // (and RANK) are not set: under torchrun they count processes (nodes x processes per
-    // node) and torchrun sets them for each process itself; a job that starts one process
-    // per node takes them from NNODES and NODE_RANK.
+    // so a bare `torchrun train.py` joins the gang. WORLD_SIZE counts one process per node
+    // (a program that starts one per node uses NODE_RANK as its rank); torchrun replaces it,
+    // and sets RANK, for each process it starts.
     env["MASTER_ADDR"] = o.master_addr;
     env["MASTER_PORT"] = std::to_string(o.master_port);
     env["NODE_RANK"] = std::to_string(o.rank);
     env["NNODES"] = std::to_string(o.gang_size);
+    env["WORLD_SIZE"] = std::to_string(o.gang_size);
     env["FRUGAL_GANG_RANK"] = std::to_string(o.rank);
     env["FRUGAL_GANG_SIZE"] = std::to_string(o.gang_size);
     env["PET_NNODES"] = env["NNODES"];

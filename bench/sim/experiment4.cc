@@ -150,7 +150,7 @@ Section RunExperiment4(const TraceSet& traces, const SimOptions& o) {
     policies.push_back(std::make_unique<SkyPilotLikeCluster>());
     policy::PolicyConfig config;
     config.restore_time = Seconds(setup.restore * 60);
-    config.multi_node_gangs = false;  // as the engine runs it: an attempt runs on one node
+    config.spread_large_jobs = false;  // as the engine runs it: an attempt runs on one node
     auto made = policy::MakePolicy("placement/cost", config);
     policies.push_back(std::make_unique<FrugalCluster>(std::move(*made), o.prior_per_node_hour));
     return policies;

@@ -60,7 +60,7 @@ JobShape ShapeFor(const Market& m, double work_hours, double fraction, double d_
 std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours) {
   policy::PolicyConfig config;
   config.restore_time = Seconds(std::lround(d_hours * 3600));
-  config.multi_node_gangs = true;
+  config.spread_large_jobs = true;
   config.solve_spot_tables_inline = true;  // every simulated decision has its table
   auto made = policy::MakePolicy("placement/cost", config);
   return made.ok() ? std::move(*made) : nullptr;

@@ -43,7 +43,13 @@ StatusOr<CancelStep> OnCancel(JobId job, JobState from, const std::string& actor
   return step;
 }
 
-AttemptEnd GangEnd(const std::vector<AttemptEnd>& parts) {
+AttemptEnd GangEnd(const std::vector<GangPart>& parts) {
+  bool preempted = false;
+  for (const GangPart& p : parts) {
+    if (p.end == AttemptEnd::kNodeLost) return AttemptEnd::kNodeLost;
+    preempted = preempted || (p.end == AttemptEnd::kPreempted && p.own_stop);
+  }
+  if (preempted) return AttemptEnd::kPreempted;
   // Higher is worse.
   auto rank = [](AttemptEnd e) {
     switch (e) {
@@ -63,8 +69,8 @@ AttemptEnd GangEnd(const std::vector<AttemptEnd>& parts) {
     return 5;
   };
   AttemptEnd worst = AttemptEnd::kSucceeded;
-  for (AttemptEnd e : parts)
-    if (rank(e) > rank(worst)) worst = e;
+  for (const GangPart& p : parts)
+    if (rank(p.end) > rank(worst)) worst = p.end;
   return worst;
 }
 

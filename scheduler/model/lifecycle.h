@@ -61,10 +61,18 @@ struct CancelStep {
 StatusOr<CancelStep> OnCancel(JobId job, JobState from, const std::string& actor);
 
 // A multi-node gang's attempt is one part per node; the job moves once, when its last
-// part has ended, as the worst part ended: failed, then timed out, then lost or
-// preempted (a reclaim of one node stops the rest, which end preempted), then cancelled;
-// succeeded only if every part did. Empty: kSucceeded.
-AttemptEnd GangEnd(const std::vector<AttemptEnd>& parts);
+// part has ended. `own_stop`: the part was stopped for a reason of its own (its node's
+// reclaim notice or shutdown, a stop order of the policy), not because the gang broke.
+struct GangPart {
+  AttemptEnd end = AttemptEnd::kSucceeded;
+  bool own_stop = false;
+};
+// How the gang ended. A lost node, or a part preempted for a reason of its own, explains
+// the rest: the other ranks' programs crash when a peer vanishes (a collective times out),
+// and those crashes are not the job's failures. Otherwise the worst part: failed, timed
+// out, lost, preempted (stopped because the gang broke), cancelled; succeeded only if every
+// part did. Empty: kSucceeded.
+AttemptEnd GangEnd(const std::vector<GangPart>& parts);
 
 // 5 s after the first failure, doubling, at most 300 s.
 std::int64_t RetryBackoffSeconds(int failures);

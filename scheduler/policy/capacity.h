@@ -46,7 +46,7 @@ class Capacity {
   // Free GPUs on the entry's live nodes (not under notice), capped by max_gpus.
   int FreeGpus(int e) const;
   // Every gang method takes the job's `nodes`: 1 is a job on one node, or (with
-  // `multi_node`, PolicyConfig::multi_node_gangs) one spread unevenly over as few nodes as
+  // `multi_node`, PolicyConfig::spread_large_jobs) one spread unevenly over as few nodes as
   // hold it when it is bigger than any node. `nodes` > 1 is a multi-node gang of exactly
   // that many distinct nodes with gpus / nodes GPUs each (decision 0032); `multi_node`
   // does not apply to it.

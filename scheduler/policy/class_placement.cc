@@ -183,7 +183,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     if (va.priority.score != vb.priority.score) return va.priority.score > vb.priority.score;
     return va.job->id < vb.job->id;
   });
-  RoomCache room(cap, options, config.multi_node_gangs);
+  RoomCache room(cap, options, config.spread_large_jobs);
 
   // 1. Each job's best option with room now, and its cost of staying unplaced.
   std::vector<Prep> preps;
@@ -313,7 +313,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       cap.UseNew(e, need);
       res.outcome = PlacementOutcome::kNewNode;
     } else {
-      res.slices = cap.Take(e, work.gpus, config.multi_node_gangs, work.nodes);
+      res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes);
       if (res.slices.empty()) return false;
       res.outcome = PlacementOutcome::kPlaced;
     }

@@ -214,7 +214,7 @@ std::string Explainer::NoCapacity(int j) const {
 std::string Explainer::NoOption(int j) const {
   const JobView& v = options_.view(j);
   const model::PendingJob& job = *v.job;
-  const bool multi = config_.multi_node_gangs;
+  const bool multi = config_.spread_large_jobs;
   bool elastic = false, safe_fits = false, holds = false;
   for (int e = 0; e < capacity_.size(); ++e) {
     const PoolEntry& pe = capacity_.entry(e);

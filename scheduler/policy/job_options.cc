@@ -86,7 +86,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       if (!fits[e]) continue;
       v.any_type_fits = true;
       const PoolEntry& pe = cap.entry(e);
-      if (IsSafe(pe.pool.kind) && cap.CanHost(e, job.gpus, config.multi_node_gangs, v.work.nodes))
+      if (IsSafe(pe.pool.kind) && cap.CanHost(e, job.gpus, config.spread_large_jobs, v.work.nodes))
         safe_hours = std::min(safe_hours, SafeHours(v.work, pe.pool));
     }
     // With no safe capacity to fall back on, a deadline cannot be guarded: best effort.
@@ -133,21 +133,22 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
       const int nodes = v.work.nodes;
       if (nodes > 1) {
         // A multi-node gang: each part on a node of its own (decision 0032).
+        if (!config.multi_node_gangs) continue;
         const int per = job.gpus / nodes;
         if (fresh_node) {
           if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
           if (pe.pool.node_gpus > 0 && per > pe.pool.node_gpus) continue;
         } else if (pe.largest_node <= 0
-                       ? !cap.MayReturnFor(e, job.gpus, config.multi_node_gangs, nodes)
-                       : !cap.CanHost(e, job.gpus, config.multi_node_gangs, nodes)) {
+                       ? !cap.MayReturnFor(e, job.gpus, config.spread_large_jobs, nodes)
+                       : !cap.CanHost(e, job.gpus, config.spread_large_jobs, nodes)) {
           continue;
         }
       } else if (fresh_node) {
         if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
-        if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.multi_node_gangs)
+        if (pe.pool.node_gpus > 0 && job.gpus > pe.pool.node_gpus && !config.spread_large_jobs)
           continue;
-      } else if (pe.largest_node <= 0 ? !cap.MayReturnFor(e, job.gpus, config.multi_node_gangs)
-                                      : job.gpus > pe.largest_node && !config.multi_node_gangs) {
+      } else if (pe.largest_node <= 0 ? !cap.MayReturnFor(e, job.gpus, config.spread_large_jobs)
+                                      : job.gpus > pe.largest_node && !config.spread_large_jobs) {
         continue;  // (spot that comes back by itself is an option with no room: a wait)
       }
       const SpotDecision* learned = nullptr;

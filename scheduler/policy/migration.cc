@@ -52,8 +52,8 @@ std::pair<double, int> SafeFallback(const Capacity& cap, const model::RunningAtt
   for (int e = 0; e < cap.size(); ++e) {
     const PoolEntry& pe = cap.entry(e);
     if (!IsSafe(pe.pool.kind) || !PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
-    if (!cap.CanHost(e, gpus, config.multi_node_gangs)) continue;
-    bool room_now = cap.Usable(e, gpus, config.multi_node_gangs) >= gpus;
+    if (!cap.CanHost(e, gpus, config.spread_large_jobs)) continue;
+    bool room_now = cap.Usable(e, gpus, config.spread_large_jobs) >= gpus;
     double h = SafeHours(work, pe.pool);
     safe_hours = std::min(safe_hours, h);
     if ((room_now || cap.NewCapacity(e) >= gpus) && h < target_hours) target_hours = h, target = e;
@@ -179,7 +179,7 @@ void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& 
       const PoolEntry& pe = cap.entry(e);
       if (pe.pool.kind != model::CapacityKind::kSpot || pe.derived) continue;
       if (!PoolFits(a.gpu_types, a.min_gpu_mem_gb, pe.pool)) continue;
-      if (cap.Usable(e, m.gpus, config.multi_node_gangs) < m.gpus) continue;
+      if (cap.Usable(e, m.gpus, config.spread_large_jobs) < m.gpus) continue;
       if (any_quota && !quotas.Allows(a.team_id, pe.pool, m.gpus)) continue;
       Estimate est = EstimateOn(work, pe.pool, 1, false);
       if (auto d = LearnedRunning(book, s, a, work, view, pe.pool, JobWhere::kOnDemand,
@@ -198,7 +198,7 @@ void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& 
       if (saving > best_saving) best = e, best_saving = saving, best_est = est;
     }
     if (best < 0) continue;
-    if (cap.Take(best, m.gpus, config.multi_node_gangs).empty()) continue;
+    if (cap.Take(best, m.gpus, config.spread_large_jobs).empty()) continue;
     std::string reason = ReturnReason(here, cap.entry(best).pool, view, best_est,
                                       static_cast<Micros>(std::llround(best_saving)));
     for (const auto* p : m.parts)

@@ -48,7 +48,13 @@ struct PolicyConfig {
   // Assumed time until an overdue running job (past its estimate) ends.
   Seconds overdue_eta = 10min;
   int max_preemptions_per_cycle = 16;  // stops for priority per cycle: bounds churn
-  bool multi_node_gangs = true;        // a gang larger than any node of a pool may span its nodes
+  // Multi-node gangs (decision 0032): a job with `nodes` > 1 is placed on that many nodes
+  // of one pool at once; false leaves such jobs waiting.
+  bool multi_node_gangs = true;
+  // A single-node job larger than any node of a pool may be spread unevenly over its nodes.
+  // The simulator's trace jobs are; production never does it (the job did not ask for
+  // nodes, and its program would not know its rank).
+  bool spread_large_jobs = true;
   // Reserved capacity is already paid for: its marginal cost is its price times this
   // (not 0, so that among reserved pools the cheaper-per-work one still wins).
   double reserved_cost_weight = 0.001;

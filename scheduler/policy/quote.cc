@@ -40,7 +40,7 @@ std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
              std::to_string(job.nodes) + " parts needs " + std::to_string(per);
     return "";
   }
-  if (node > 0 && job.gpus > node && !config.multi_node_gangs)
+  if (node > 0 && job.gpus > node && !config.spread_large_jobs)
     return "nodes have " + std::to_string(node) + " GPU(s)";
   return "";
 }
@@ -49,7 +49,7 @@ std::string WhyCannotHold(const model::PendingJob& job, const model::Pool& pool,
 // known size and all are too small; empty otherwise (a pool of unknown node size may hold it).
 std::string NoNodeHolds(const model::PendingJob& job, const std::vector<model::Pool>& pools,
                         const PolicyConfig& config) {
-  if (config.multi_node_gangs) return "";
+  if (config.spread_large_jobs) return "";
   // A multi-node gang needs a node per part: WhyCannotHold says which pools are too small.
   if (job.nodes > 1) return "";
   int largest = 0;

@@ -47,11 +47,11 @@ long EnvOr(const char* name, long fallback) {
 std::string JobScript() {
   // umask 0: attempts run under uids of their own, and each must open the job's lock file.
   return R"(umask 000
-exec 9>>"$CHAOS_DIR/lock-$FRUGAL_JOB_ID"
+exec 9>>"$CHAOS_DIR/lock-$FRUGAL_JOB_ID-rank-${NODE_RANK:-0}"
 if ! flock -n 9; then
-  echo "job $FRUGAL_JOB_ID attempt $FRUGAL_ATTEMPT (pid $$) started while another process of the job held its lock" >>"$CHAOS_DIR/overlaps"
+  echo "job $FRUGAL_JOB_ID rank ${NODE_RANK:-0} attempt $FRUGAL_ATTEMPT (pid $$) started while another process of it held its lock" >>"$CHAOS_DIR/overlaps"
 fi
-echo "start $FRUGAL_JOB_ID $FRUGAL_ATTEMPT $$" >>"$CHAOS_DIR/runs"
+echo "start $FRUGAL_JOB_ID $FRUGAL_ATTEMPT $$ ${NODE_RANK:-0}" >>"$CHAOS_DIR/runs"
 exec bash )" + std::string(FRUGAL_TRAIN_SH);
 }
 
@@ -61,9 +61,10 @@ class Chaos {
       : cluster_(cluster), rng_(seed), dir_(dir), agent_kills_(agent_kills) {}
 
   // Submits one job of 10..40 steps of 0.1 s, a checkpoint every 5; keeps its id if the API
-  // acknowledged it (201).
+  // acknowledged it (201). One in four is a 2-node gang (decision 0032): each rank holds a
+  // lock of its own, and a kill of either node must stop and requeue the whole gang.
   void Submit() {
-    std::uniform_int_distribution<int> steps(10, 40);
+    std::uniform_int_distribution<int> steps(10, 40), gang(0, 3);
     json body = {{"command", {"bash", "-c", JobScript()}},
                  {"env",
                   {{"TRAIN_STEPS", std::to_string(steps(rng_))},
@@ -73,6 +74,7 @@ class Chaos {
                    {"CHAOS_DIR", dir_}}},
                  {"tolerance", "checkpointed"},
                  {"max_attempts", 100}};
+    if (gang(rng_) == 0) body.update({{"nodes", 2}, {"gpus", 2}});
     auto r = cluster_.sched().Call("POST", "/v1/jobs", cluster_.user_token(), body.dump());
     ++submitted_;
     if (r.status == 201 && r.body.is_object()) acknowledged_.push_back(r.body["id"].get<std::int64_t>());

@@ -104,7 +104,7 @@ TEST(ClusterTest, FrugalMeetsEveryDeadlineAndUsesReservedBeforePaying) {
   ClusterSetup s = MakeSetup(jobs, up, 8);
   policy::PolicyConfig config;
   config.restore_time = Seconds(180);
-  config.multi_node_gangs = false;
+  config.spread_large_jobs = false;
   FrugalCluster frugal(policy::MakePolicy("placement/cost", config).value());
   Cluster c(s, true);
   ClusterResult r = c.Run(frugal);

@@ -277,10 +277,11 @@ struct PoolChange {
 // Ends every active attempt on `node` as its lease being lost (node_lost, or preempted
 // after a spot notice), requeues their jobs and bills them (pg_store_workers.cc).
 StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node);
-// Moves a multi-node gang's running job once every part of its current attempt has ended
-// (model::GangEnd, then AfterAttempt); false while a part is live or if it is not running.
-// Locks the job's row. Call after writing the part's end, in the same transaction.
-StatusOr<bool> SettleGang(PgConn& c, const std::string& job_id);
+// Moves a running job once every part of its current attempt has ended (one part, or a
+// multi-node gang's N: model::GangEnd, then AfterAttempt); false while a part is live or
+// if it is not running. Locks the job's row. Call after writing the part's end, in the same
+// transaction.
+StatusOr<bool> SettleJob(PgConn& c, const std::string& job_id);
 // SQL: true if another part of the gang attempt `a` (an attempts alias) has ended other
 // than succeeded, so `a` cannot go on.
 #define FRUGAL_GANG_BROKEN(a)                                                              \

@@ -17,49 +17,37 @@ using nlohmann::json;
 namespace {
 
 // Ends every active attempt of the nodes in the `lost` CTE (id, name, notice_at,
-// below_epoch) whose lease epoch is below `below_epoch`, and requeues their jobs. One
-// statement, so the sweep and a re-registration share the same transition. A node that had
+// below_epoch) whose lease epoch is below `below_epoch`, in one statement. A node that had
 // a preemption notice and then vanished was reclaimed: its attempts end `preempted` (the
-// worker did not get to report in time), others `node_lost`. A part of a multi-node gang
-// is only ended here; SettleGang moves its job once no part is live (decision 0032), and
-// its live peers are stopped through their heartbeats.
+// worker did not get to report in time), others `node_lost`. Their jobs then move through
+// SettleJob, as a worker's report moves them (model/lifecycle.h): a single-node job at
+// once, a multi-node gang once no part is live (decision 0032; its live peers are stopped
+// through their heartbeats).
 constexpr const char* kEndLostAttempts =
     " ended AS (UPDATE attempts a SET ended_at = greatest(now(), a.started_at),"
+    "   noticed_at = coalesce(a.noticed_at, lost.notice_at),"
     "   end_reason = CASE WHEN lost.notice_at IS NULL THEN 'node_lost' ELSE 'preempted' END"
     "   FROM lost WHERE a.node_id = lost.id AND a.ended_at IS NULL"
     "   AND a.lease_epoch < lost.below_epoch"
-    "   RETURNING a.id, a.job_id, lost.name, a.end_reason, a.gang_size),"
-    " requeued AS (UPDATE jobs j SET"
-    "   state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,"
-    "   finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE now() END,"
-    "   reason = CASE WHEN j.cancel_requested_at IS NULL THEN 'node ' || ended.name ||"
-    "   CASE WHEN ended.end_reason = 'preempted' THEN ' reclaimed' ELSE ' lost' END ||"
-    "   '; resuming from the latest checkpoint' ELSE 'cancelled; node ' || ended.name ||"
-    "   ' was lost' END,"
-    "   updated_at = now() FROM ended WHERE j.id = ended.job_id AND j.state = 'running'"
-    "   AND ended.gang_size = 1"
-    "   RETURNING j.id, j.state, j.reason),"
-    " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-    "   SELECT id, 'state_changed', 'running', state, reason FROM requeued)";
+    "   RETURNING a.id, a.job_id, lost.name)";
 
-// The gangs whose parts `ended` ended: "id,id,..." (empty: none).
-constexpr const char* kEndedGangs =
-    "coalesce((SELECT string_agg(DISTINCT e.job_id::text, ',') FROM ended e"
-    " WHERE e.gang_size > 1), '')";
+// The jobs whose attempts `ended` ended: "id,id,..." (empty: none), in id order.
+constexpr const char* kEndedJobs =
+    "coalesce((SELECT string_agg(DISTINCT e.job_id::text, ',') FROM ended e), '')";
 
-Status SettleGangs(PgConn& c, const std::string& ids) {
+Status SettleJobs(PgConn& c, const std::string& ids) {
   std::stringstream list(ids);
   std::string id;
-  while (std::getline(list, id, ',')) RETURN_IF_ERROR(pg::SettleGang(c, id).status());
+  while (std::getline(list, id, ',')) RETURN_IF_ERROR(pg::SettleJob(c, id).status());
   return Status::Ok();
 }
 
 StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
                               const std::vector<PgParam>& params) {
   ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
-                                            " SELECT count(*), " + kEndedGangs + " FROM ended",
+                                            " SELECT count(*), " + kEndedJobs + " FROM ended",
                                   params));
-  RETURN_IF_ERROR(SettleGangs(c, r.Text(0, 1)));
+  RETURN_IF_ERROR(SettleJobs(c, r.Text(0, 1)));
   RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   return static_cast<int>(r.Int(0, 0));
 }
@@ -74,9 +62,9 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
                                             " SELECT l.name, coalesce((SELECT string_agg("
                                             "e.id::text || ':' || e.job_id::text, ',' ORDER BY"
                                             " e.id) FROM ended e WHERE e.name = l.name), ''), " +
-                                            kEndedGangs + " FROM lost l ORDER BY l.name",
+                                            kEndedJobs + " FROM lost l ORDER BY l.name",
                                   params));
-  if (r.rows() > 0) RETURN_IF_ERROR(SettleGangs(c, r.Text(0, 2)));
+  if (r.rows() > 0) RETURN_IF_ERROR(SettleJobs(c, r.Text(0, 2)));
   RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   std::vector<LostNode> out;
   for (int i = 0; i < r.rows(); ++i) {
@@ -102,7 +90,8 @@ constexpr const char* kAllEpochs = "9223372036854775807::bigint AS below_epoch";
 // so that two gangs whose masters share a node rarely meet. A clash fails that attempt's
 // rendezvous, which retries it as a failure.
 int GangPort(model::JobId job, int number) {
-  const std::uint64_t h = static_cast<std::uint64_t>(job) * 1000003u + static_cast<unsigned>(number);
+  const std::uint64_t h =
+      static_cast<std::uint64_t>(job) * 1000003u + static_cast<unsigned>(number);
   return 20000 + static_cast<int>(h % 10000);
 }
 
@@ -216,7 +205,8 @@ StatusOr<std::optional<model::JobFacts>> LockJobFacts(PgConn& c, const std::stri
                                                       const std::string& from) {
   ASSIGN_OR_RETURN(auto j, c.Exec("finish_job_state",
                                   "SELECT failures, max_attempts, cancel_requested_at IS NOT NULL,"
-                                  " idle_requeues FROM jobs WHERE id = $1 AND state = $2 FOR UPDATE",
+                                  " idle_requeues FROM jobs WHERE id = $1 AND state = $2"
+                                  " FOR UPDATE",
                                   {job_id, from}));
   if (j.rows() == 0) return std::optional<model::JobFacts>();
   model::JobFacts facts;
@@ -240,33 +230,43 @@ model::AttemptEnd ParseAttemptEnd(const std::string& s) {
 
 namespace pg {
 
-// A multi-node gang's job moves once, when the last part of its current attempt has ended
-// (decision 0032). The job's row is locked before the parts are read, and every part's end
-// is written before this is called, so of two parts ending at once the second always sees
-// the first: exactly one of them settles the job. Peers are never locked here: a part that
-// ends badly stops the others through their heartbeats (heartbeat_stops), so two ends on
-// two nodes never wait on each other. False while a part is still live or once settled.
-StatusOr<bool> SettleGang(PgConn& c, const std::string& job_id) {
+// A job moves once, when every part of its current attempt has ended: its one part, or
+// the last of a multi-node gang's (decision 0032). The job's row is locked before the parts
+// are read, and every part's end is written before this is called, so of two parts ending
+// at once the second always sees the first: exactly one of them settles the job. Peers are
+// never locked here: a part that ends badly stops the others through their heartbeats
+// (heartbeat_stops), so two ends on two nodes never wait on each other. False while a part
+// is still live or once settled.
+StatusOr<bool> SettleJob(PgConn& c, const std::string& job_id) {
   ASSIGN_OR_RETURN(auto facts, LockJobFacts(c, job_id, "running"));
   if (!facts) return false;
   ASSIGN_OR_RETURN(auto p, c.Exec("gang_parts",
                                   "SELECT p.ended_at IS NULL, p.end_reason, p.exit_code, n.name,"
-                                  " p.idle_stopped_at IS NOT NULL FROM jobs j JOIN attempts p ON"
+                                  " p.idle_stopped_at IS NOT NULL, p.noticed_at IS NOT NULL OR"
+                                  " p.stop_reason IS NOT NULL FROM jobs j JOIN attempts p ON"
                                   " p.job_id = j.id AND p.number = j.attempt_count JOIN nodes n ON"
                                   " n.id = p.node_id WHERE j.id = $1 ORDER BY p.rank",
                                   {job_id}));
-  std::vector<model::AttemptEnd> ends;
+  std::vector<model::GangPart> parts;
   bool idle_stopped = false;
   for (int i = 0; i < p.rows(); ++i) {
     if (p.Bool(i, 0)) return false;
-    ends.push_back(ParseAttemptEnd(p.Text(i, 1)));
+    parts.push_back({ParseAttemptEnd(p.Text(i, 1)), p.Bool(i, 5)});
     idle_stopped = idle_stopped || p.Bool(i, 4);
   }
-  if (ends.empty()) return false;
+  if (parts.empty()) return false;
   model::AttemptResult result;
-  result.end = model::GangEnd(ends);
+  result.end = model::GangEnd(parts);
   // The part that decided the gang's end speaks for it: its exit code and node.
-  const int worst = static_cast<int>(std::find(ends.begin(), ends.end(), result.end) - ends.begin());
+  // (For a reclaim, the reclaimed part, not a peer stopped because of it.)
+  int worst = -1;
+  for (int i = 0; i < static_cast<int>(parts.size()) && worst < 0; ++i)
+    if (parts[i].end == result.end &&
+        (result.end != model::AttemptEnd::kPreempted || parts[i].own_stop))
+      worst = i;
+  for (int i = 0; i < static_cast<int>(parts.size()) && worst < 0; ++i)
+    if (parts[i].end == result.end) worst = i;
+  if (worst < 0) worst = 0;
   if (!p.IsNull(worst, 2)) result.exit_code = static_cast<int>(p.Int(worst, 2));
   result.node = p.Text(worst, 3);
   result.idle_stopped = idle_stopped;
@@ -319,7 +319,17 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
                           exit_code ? PgParam(std::to_string(*exit_code)) : std::nullopt})
                       .status());
   if (att.gang_size > 1) {
-    RETURN_IF_ERROR(pg::SettleGang(c, att.job_id).status());
+    if (outcome == Outcome::kPreempted) {
+      // The worker stopped this part on its own (a notice, a shutdown) unless Frugal told
+      // it to: a stop order, or a peer that had already ended badly (heartbeat_stops).
+      RETURN_IF_ERROR(c.Exec("finish_gang_own_stop",
+                             "UPDATE attempts a SET noticed_at = coalesce(a.noticed_at, now())"
+                             " WHERE a.id = $1 AND a.stop_reason IS NULL AND NOT "
+                             FRUGAL_GANG_BROKEN("a"),
+                             {std::to_string(attempt)})
+                          .status());
+    }
+    RETURN_IF_ERROR(pg::SettleJob(c, att.job_id).status());
     return att.job_id;
   }
   const std::string from = late ? "pending" : "running";
@@ -465,6 +475,14 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
     const std::string node_id = n.Text(0, 0);
     HeartbeatReply reply;
     reply.notice_withdrawn = n.Bool(0, 1);
+    if (req.notice || req.draining) {
+      // What runs here is about to be stopped for its node's reason, not its gang's.
+      RETURN_IF_ERROR(c.Exec("heartbeat_noticed",
+                             "UPDATE attempts SET noticed_at = now() WHERE node_id = $1"
+                             " AND ended_at IS NULL AND noticed_at IS NULL",
+                             {node_id})
+                          .status());
+    }
     // An attempt of an older epoch can never be reported (every report is fenced by the
     // current one): end it now rather than leave its job running for as long as the node
     // heartbeats. Registration and assignment lock the node row, so this is a safety net.
@@ -517,8 +535,8 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                        std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
                            ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
                            " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
-                           " k.job_id = j.id), a.rank, a.gang_size, (SELECT coalesce(nullif(n0.address, ''),"
-                           " n0.name) FROM"
+                           " k.job_id = j.id), a.rank, a.gang_size,"
+                           " (SELECT coalesce(nullif(n0.address, ''), n0.name) FROM"
                            " attempts a0 JOIN nodes n0 ON n0.id = a0.node_id WHERE a0.job_id ="
                            " a.job_id AND a0.number = a.number AND a0.rank = 0)"
                            " FROM attempts a JOIN jobs j ON j.id = a.job_id"

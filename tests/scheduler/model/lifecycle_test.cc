@@ -104,12 +104,25 @@ TEST(LifecycleTest, ACancelEndsAWaitingJobAtOnceAndMarksARunningOne) {
 
 TEST(LifecycleTest, AGangEndsAsItsWorstPart) {
   using E = AttemptEnd;
-  EXPECT_EQ(GangEnd({E::kSucceeded, E::kSucceeded}), E::kSucceeded);
-  EXPECT_EQ(GangEnd({E::kSucceeded, E::kPreempted, E::kPreempted}), E::kPreempted);
-  EXPECT_EQ(GangEnd({E::kPreempted, E::kNodeLost}), E::kNodeLost);
-  EXPECT_EQ(GangEnd({E::kPreempted, E::kFailed, E::kTimedOut}), E::kFailed);
-  EXPECT_EQ(GangEnd({E::kCancelled, E::kSucceeded}), E::kCancelled);
+  const bool own = true, broke = false;  // why a preempted part stopped
+  EXPECT_EQ(GangEnd({{E::kSucceeded}, {E::kSucceeded}}), E::kSucceeded);
+  EXPECT_EQ(GangEnd({{E::kSucceeded}, {E::kPreempted, own}, {E::kPreempted, broke}}),
+            E::kPreempted);
+  // A part crashed; Frugal stopped the others: the crash is the job's failure.
+  EXPECT_EQ(GangEnd({{E::kFailed}, {E::kPreempted, broke}}), E::kFailed);
+  EXPECT_EQ(GangEnd({{E::kPreempted, broke}, {E::kFailed}, {E::kTimedOut}}), E::kFailed);
+  EXPECT_EQ(GangEnd({{E::kCancelled}, {E::kSucceeded}}), E::kCancelled);
   EXPECT_EQ(GangEnd({}), E::kSucceeded);
+}
+
+TEST(LifecycleTest, AReclaimOrALostNodeExplainsTheOtherRanksCrashing) {
+  using E = AttemptEnd;
+  // Rank 0's node is reclaimed; rank 1's collective times out and it exits 1. Not a failure.
+  EXPECT_EQ(GangEnd({{E::kPreempted, true}, {E::kFailed}}), E::kPreempted);
+  EXPECT_EQ(GangEnd({{E::kFailed}, {E::kNodeLost}, {E::kPreempted, false}}), E::kNodeLost);
+  const Transition t = AfterAttempt(JobFacts{}, Ended(GangEnd({{E::kFailed}, {E::kNodeLost}})));
+  EXPECT_EQ(t.to, JobState::kPending);
+  EXPECT_EQ(t.failures, 0);
 }
 
 }  // namespace

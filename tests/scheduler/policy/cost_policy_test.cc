@@ -140,7 +140,7 @@ TEST_F(CostPolicyTest, GangSpansNodesOfOnePoolOnlyAndAllOrNothing) {
 
 TEST_F(CostPolicyTest, WithoutMultiNodeGangsABigGangSaysItNeedsOneNode) {
   // As the scheduler runs it (an attempt is on one node): 16 GPUs never fit 8-GPU nodes.
-  config_.multi_node_gangs = false;
+  config_.spread_large_jobs = false;
   s_.pools = {MakePool(1, "a", CapacityKind::kOnDemand)};
   s_.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
   s_.pending = {MakeJob(1, 16)};

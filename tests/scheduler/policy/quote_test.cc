@@ -101,7 +101,7 @@ TEST_F(QuoteTest, NoSafePoolMeansNoDeadlineGuarantee) {
 // have 2 GPUs: "$x on res" for a 4-GPU job was a quote nothing could honour.
 TEST_F(QuoteTest, NamesOnlyPoolsWhoseNodesHoldTheJob) {
   PolicyConfig one_node;
-  one_node.multi_node_gangs = false;  // as the scheduler runs today
+  one_node.spread_large_jobs = false;  // as the scheduler runs today
   pools_[0].largest_node_gpus = 2;
   job_.gpus = 4;
   Quote q = QuoteJob(job_, pools_, T0(), one_node);
@@ -118,7 +118,7 @@ TEST_F(QuoteTest, NamesOnlyPoolsWhoseNodesHoldTheJob) {
 // at submit (422), with the largest node named; a provider's node size counts as known.
 TEST_F(QuoteTest, NoNodeHoldsTheJobWhenEveryAllowedPoolsNodesAreTooSmall) {
   PolicyConfig one_node;
-  one_node.multi_node_gangs = false;
+  one_node.spread_large_jobs = false;
   pools_[0].largest_node_gpus = 2;
   pools_[1].largest_node_gpus = 8;
   pools_[2].largest_node_gpus = 1;  // h100: not allowed for this a100 job anyway
@@ -134,7 +134,7 @@ TEST_F(QuoteTest, NoNodeHoldsTheJobWhenEveryAllowedPoolsNodesAreTooSmall) {
   // With gangs across nodes (the simulator's setting) nothing is refused for size.
   job_.gpus = 16;
   PolicyConfig gangs;
-  gangs.multi_node_gangs = true;
+  gangs.spread_large_jobs = true;
   EXPECT_TRUE(QuoteJob(job_, pools_, T0(), gangs).unplaceable.empty());
 }
 

@@ -15,8 +15,9 @@ class GangStoreTest : public testing::StoreTest {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
-    ASSERT_TRUE(store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 1'000'000))
-                    .ok());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 1'000'000))
+            .ok());
   }
 
   Registration Register(const std::string& name, int gpus = 4) {
@@ -45,7 +46,8 @@ class GangStoreTest : public testing::StoreTest {
     auto snap = store_->LoadSnapshot(100);
     EXPECT_TRUE(snap.ok()) << snap.status().ToString();
     policy::PolicyConfig config;
-    config.multi_node_gangs = false;  // as production runs: only explicit gangs span nodes
+    config.multi_node_gangs = true;     // as production runs: only jobs that ask for nodes
+    config.spread_large_jobs = false;  // span them
     return policy::CostPolicy(config).Decide(*snap);
   }
 
