@@ -226,14 +226,15 @@ std::map<std::string, std::string> Agent::FrugalEnv(const Attempt& a) const {
     // A part of a multi-node gang, in the names distributed launchers use: MASTER_ADDR and
     // MASTER_PORT are what PyTorch's env:// initialisation reads, and the PET_* copies are
     // torchrun's own defaults for --nnodes, --node-rank, --master-addr and --master-port,
-    // so a bare `torchrun train.py` joins the gang. WORLD_SIZE counts one process per node
-    // (a program that starts one per node uses NODE_RANK as its rank); torchrun replaces it,
-    // and sets RANK, for each process it starts.
+    // so a bare `torchrun train.py` joins the gang. WORLD_SIZE and RANK count one process
+    // per node, for a program that starts one per node and calls env:// itself; torchrun
+    // replaces both for each process it starts.
     env["MASTER_ADDR"] = o.master_addr;
     env["MASTER_PORT"] = std::to_string(o.master_port);
     env["NODE_RANK"] = std::to_string(o.rank);
     env["NNODES"] = std::to_string(o.gang_size);
     env["WORLD_SIZE"] = std::to_string(o.gang_size);
+    env["RANK"] = std::to_string(o.rank);
     env["FRUGAL_GANG_RANK"] = std::to_string(o.rank);
     env["FRUGAL_GANG_SIZE"] = std::to_string(o.gang_size);
     env["PET_NNODES"] = env["NNODES"];

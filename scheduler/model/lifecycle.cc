@@ -50,14 +50,15 @@ AttemptEnd GangEnd(const std::vector<GangPart>& parts) {
     preempted = preempted || (p.end == AttemptEnd::kPreempted && p.own_stop);
   }
   if (preempted) return AttemptEnd::kPreempted;
-  // Higher is worse.
+  // Higher is worse. A part stopped because the gang broke says least: whatever broke it
+  // (a failure, a timeout, an idle or user cancel) is the gang's end.
   auto rank = [](AttemptEnd e) {
     switch (e) {
       case AttemptEnd::kSucceeded:
         return 0;
-      case AttemptEnd::kCancelled:
-        return 1;
       case AttemptEnd::kPreempted:
+        return 1;
+      case AttemptEnd::kCancelled:
         return 2;
       case AttemptEnd::kNodeLost:
         return 3;

@@ -70,8 +70,8 @@ struct GangPart {
 // How the gang ended. A lost node, or a part preempted for a reason of its own, explains
 // the rest: the other ranks' programs crash when a peer vanishes (a collective times out),
 // and those crashes are not the job's failures. Otherwise the worst part: failed, timed
-// out, lost, preempted (stopped because the gang broke), cancelled; succeeded only if every
-// part did. Empty: kSucceeded.
+// out, cancelled (the idle guardrail's or the user's), preempted (stopped because the gang
+// broke); succeeded only if every part did. Empty: kSucceeded.
 AttemptEnd GangEnd(const std::vector<GangPart>& parts);
 
 // 5 s after the first failure, doubling, at most 300 s.

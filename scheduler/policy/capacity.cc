@@ -116,7 +116,9 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
 bool Capacity::MayReturnFor(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
   if (!pe.returns || pe.pool.max_gpus < gpus) return false;
-  if (nodes > 1) return pe.pool.node_gpus <= 0 || gpus / nodes <= pe.pool.node_gpus;
+  if (nodes > 1)
+    return (pe.pool.node_gpus <= 0 || gpus / nodes <= pe.pool.node_gpus) &&
+           pe.pool.max_gpus >= NewGpusFor(e, gpus, nodes);
   return multi_node || pe.pool.node_gpus <= 0 || gpus <= pe.pool.node_gpus;
 }
 
@@ -194,8 +196,12 @@ int Capacity::NewGpusFor(int e, int gpus, int nodes) const {
 bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
   if (nodes > 1) {
+    // Live nodes (not under notice) that each hold a part, or new ones the pool may add.
     const int per = gpus / nodes, node = pe.pool.node_gpus;
-    if (pe.largest_node >= per && static_cast<int>(nodes_of_[e].size()) >= nodes) return true;
+    int hosts = 0;
+    for (int idx : nodes_of_[e])
+      if (!nodes_[idx].closed && nodes_[idx].node->gpus >= per) ++hosts;
+    if (hosts >= nodes) return true;
     return (node <= 0 || per <= node) && NewCapacity(e) >= NewGpusFor(e, gpus, nodes);
   }
   if (pe.largest_node >= gpus || (multi_node && pe.largest_node > 0)) return true;

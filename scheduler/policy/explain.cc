@@ -224,9 +224,8 @@ std::string Explainer::NoOption(int j) const {
     if (!PoolFits(job.gpu_types, job.min_gpu_mem_gb, p)) continue;
     safe_fits = safe_fits || IsSafe(p.kind);
     if (job.nodes > 1) {
-      const int per = job.gpus / job.nodes;
-      holds = holds || pe.largest_node >= per ||
-              (grows && p.max_gpus >= job.gpus && (p.node_gpus <= 0 || p.node_gpus >= per));
+      holds = holds || capacity_.CanHost(e, job.gpus, multi, job.nodes) ||
+              capacity_.MayReturnFor(e, job.gpus, multi, job.nodes);
       continue;
     }
     holds =
@@ -245,8 +244,9 @@ std::string Explainer::NoOption(int j) const {
            "spot";
   if (!holds) {
     if (job.nodes > 1)
-      return "waiting: no pool of an allowed type has nodes of " + Gpus(job.gpus / job.nodes) +
-             " for each of the gang's " + std::to_string(job.nodes) + " parts";
+      return "waiting: no pool of an allowed type can hold the gang: it needs " +
+             std::to_string(job.nodes) + " nodes with " + Gpus(job.gpus / job.nodes) +
+             " each, at once";
     return "waiting: no pool of an allowed type can hold " + Gpus(job.gpus) +
            (multi ? " at once" : " on one node");
   }

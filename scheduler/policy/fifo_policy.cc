@@ -53,6 +53,12 @@ model::Plan FifoPolicy::Decide(const model::Snapshot& snap) const {
       plan.waits.push_back({job->id, "waiting: for dependencies " + ids + " to succeed"});
       continue;
     }
+    if (job->nodes > 1) {
+      plan.waits.push_back({job->id, "waiting: placement/fifo places single-node jobs only; "
+                                     "run the scheduler with --policy placement/cost for "
+                                     "multi-node gangs"});
+      continue;
+    }
     int fitting_nodes = 0;
     bool placed = false;
     for (auto& [node_id, gpus_free] : free) {

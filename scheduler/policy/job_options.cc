@@ -136,7 +136,8 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
         if (!config.multi_node_gangs) continue;
         const int per = job.gpus / nodes;
         if (fresh_node) {
-          if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus < job.gpus) continue;
+          if (pe.derived || !pe.pool.elastic) continue;
+          if (pe.pool.max_gpus < cap.NewGpusFor(e, job.gpus, nodes)) continue;
           if (pe.pool.node_gpus > 0 && per > pe.pool.node_gpus) continue;
         } else if (pe.largest_node <= 0
                        ? !cap.MayReturnFor(e, job.gpus, config.spread_large_jobs, nodes)

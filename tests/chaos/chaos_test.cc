@@ -74,10 +74,14 @@ class Chaos {
                    {"CHAOS_DIR", dir_}}},
                  {"tolerance", "checkpointed"},
                  {"max_attempts", 100}};
-    if (gang(rng_) == 0) body.update({{"nodes", 2}, {"gpus", 2}});
+    const bool is_gang = gang(rng_) == 0;
+    if (is_gang) body.update({{"nodes", 2}, {"gpus", 2}});
     auto r = cluster_.sched().Call("POST", "/v1/jobs", cluster_.user_token(), body.dump());
     ++submitted_;
-    if (r.status == 201 && r.body.is_object()) acknowledged_.push_back(r.body["id"].get<std::int64_t>());
+    if (r.status == 201 && r.body.is_object()) {
+      acknowledged_.push_back(r.body["id"].get<std::int64_t>());
+      gangs_ += is_gang;
+    }
   }
 
   // One kill and its recovery, chosen at random; returns what it did.
@@ -173,7 +177,8 @@ class Chaos {
     std::string s = "kill cycles survived: " + std::to_string(cycles_) + " (";
     for (const auto& [what, n] : kills_) s += what + " " + std::to_string(n) + ", ";
     s += "exited on their own " + std::to_string(self_exits_) + "); jobs submitted " +
-         std::to_string(submitted_) + ", acknowledged " + std::to_string(acknowledged_.size());
+         std::to_string(submitted_) + ", acknowledged " + std::to_string(acknowledged_.size()) +
+         " (2-node gangs " + std::to_string(gangs_) + ")";
     for (const auto& [state, n] : ended_) s += ", " + state + " " + std::to_string(n);
     return s;
   }
@@ -184,7 +189,7 @@ class Chaos {
   std::string dir_;
   bool agent_kills_;
   std::vector<std::int64_t> acknowledged_;
-  int submitted_ = 0, cycles_ = 0, self_exits_ = 0;
+  int submitted_ = 0, cycles_ = 0, self_exits_ = 0, gangs_ = 0;
   std::map<std::string, int> kills_, ended_;
 };
 

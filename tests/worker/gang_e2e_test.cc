@@ -143,6 +143,9 @@ TEST_F(GangE2eTest, AGangLargerThanThePoolWaitsAndSaysWhy) {
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const json j = Job(job);
   EXPECT_EQ(j["state"], "pending") << j.dump(2);
+  EXPECT_NE(j["reason"].get<std::string>().find("it needs 3 nodes with 1 GPU(s) each"),
+            std::string::npos)
+      << j.dump(2);
   EXPECT_TRUE(j["attempt_history"].empty()) << j.dump(2);
   ASSERT_EQ(sched_->Call("POST", "/v1/jobs/" + std::to_string(job) + "/cancel", user_).status, 200);
   ExpectInvariants();

@@ -403,11 +403,14 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  " a AS (SELECT t.*, live.lease_epoch FROM t JOIN live ON live.id = t.node_id),"
                  // All or nothing (decision 0032): a job starts only if every part's node
                  // is still live; otherwise it stays pending and the next cycle re-plans it.
-                 " whole AS (SELECT job_id, min(reason) FILTER (WHERE rank = 0) AS reason"
-                 "   FROM a GROUP BY job_id HAVING count(*) = max(parts)),"
+                 " whole AS (SELECT job_id, min(reason) FILTER (WHERE rank = 0) AS reason,"
+                 "   max(parts) AS parts FROM a GROUP BY job_id HAVING count(*) = max(parts)),"
                  " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
                  "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
                  "   reason = whole.reason FROM whole WHERE j.id = whole.job_id"
+                 // A gang has exactly its nodes' parts (a single-node job one part, or the
+                 // simulator's uneven spread); a policy that ignored `nodes` starts nothing.
+                 "   AND (j.nodes = 1 OR j.nodes = whole.parts)"
                  "   AND j.state = 'pending' RETURNING j.id, j.attempt_count, whole.reason),"
                  " ins AS (INSERT INTO attempts (job_id, number, rank, gang_size, node_id, gpus,"
                  "   lease_epoch, expected_cost_micros) SELECT upd.id, upd.attempt_count, a.rank,"

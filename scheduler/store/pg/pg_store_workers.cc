@@ -35,10 +35,17 @@ constexpr const char* kEndLostAttempts =
 constexpr const char* kEndedJobs =
     "coalesce((SELECT string_agg(DISTINCT e.job_id::text, ',') FROM ended e), '')";
 
+// Settles the jobs "id,id,..." in ascending id order: every transaction that locks several
+// jobs' rows (a sweep, a batch of finish reports) takes them in that one order, so two
+// never wait on each other in a cycle.
 Status SettleJobs(PgConn& c, const std::string& ids) {
   std::stringstream list(ids);
   std::string id;
-  while (std::getline(list, id, ',')) RETURN_IF_ERROR(pg::SettleJob(c, id).status());
+  std::vector<std::int64_t> sorted;
+  while (std::getline(list, id, ',')) sorted.push_back(std::stoll(id));
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (auto j : sorted) RETURN_IF_ERROR(pg::SettleJob(c, std::to_string(j)).status());
   return Status::Ok();
 }
 
@@ -279,9 +286,11 @@ StatusOr<bool> SettleJob(PgConn& c, const std::string& job_id) {
 namespace {
 
 // Fenced as CommitCheckpoint, except that a late result is taken (decision 0019).
+// `deferred`: where a gang part's job goes to be settled later (a batch settles its gangs
+// after all its reports, in job id order); null settles it now.
 StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
                                  Outcome outcome, std::optional<int> exit_code,
-                                 const AttemptAuth& auth) {
+                                 const AttemptAuth& auth, std::string* deferred = nullptr) {
   auto fenced = CheckFence(c, attempt, lease_epoch, auth);
   bool late = false;
   if (!fenced.ok()) {
@@ -329,7 +338,11 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
                              {std::to_string(attempt)})
                           .status());
     }
-    RETURN_IF_ERROR(pg::SettleJob(c, att.job_id).status());
+    if (deferred) {
+      *deferred += (deferred->empty() ? "" : ",") + att.job_id;
+    } else {
+      RETURN_IF_ERROR(pg::SettleJob(c, att.job_id).status());
+    }
     return att.job_id;
   }
   const std::string from = late ? "pending" : "running";
@@ -478,8 +491,10 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
     if (req.notice || req.draining) {
       // What runs here is about to be stopped for its node's reason, not its gang's.
       RETURN_IF_ERROR(c.Exec("heartbeat_noticed",
-                             "UPDATE attempts SET noticed_at = now() WHERE node_id = $1"
-                             " AND ended_at IS NULL AND noticed_at IS NULL",
+                             "UPDATE attempts a SET noticed_at = now() WHERE a.node_id = $1"
+                             " AND a.ended_at IS NULL AND a.noticed_at IS NULL"
+                             // A gang already broken by a peer is stopping for that.
+                             " AND NOT (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") ")",
                              {node_id})
                           .status());
     }
@@ -630,7 +645,8 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
   using Results = std::vector<FinishResult>;
   return InTransaction<Results>(pool_, [&](PgConn& c) -> StatusOr<Results> {
     Results out(reports.size());
-    std::string ids;  // a bigint[] literal of the finished jobs
+    std::string ids;    // a bigint[] literal of the finished jobs
+    std::string gangs;  // gangs whose part ended, settled after the loop
     for (std::size_t i = 0; i < reports.size(); ++i) {
       const FinishReport& r = reports[i];
       const AttemptAuth auth{node.node_id, r.fence};
@@ -639,8 +655,9 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
       Status st = r.log.empty()
                       ? Status::Ok()
                       : AppendLogInTx(c, r.attempt_id, r.lease_epoch, r.log, log_cap_bytes, auth);
+      std::string gang;
       StatusOr<std::string> job = st.ok() ? FinishInTx(c, r.attempt_id, r.lease_epoch, r.outcome,
-                                                       r.exit_code, auth)
+                                                       r.exit_code, auth, &gang)
                                           : StatusOr<std::string>(st);
       if (!job.ok()) {
         // Not a refusal but a broken connection: the whole batch fails and is retried.
@@ -652,7 +669,9 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
       RETURN_IF_ERROR(c.ExecScript("RELEASE SAVEPOINT finish_one").status());
       out[i].job_id = std::stoll(*job);
       ids += (ids.empty() ? "" : ",") + *job;
+      if (!gang.empty()) gangs += (gangs.empty() ? "" : ",") + gang;
     }
+    RETURN_IF_ERROR(SettleJobs(c, gangs));
     RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
     if (ids.empty()) return out;
     ASSIGN_OR_RETURN(auto states, c.Exec("finish_batch_states",

@@ -112,6 +112,9 @@ TEST(LifecycleTest, AGangEndsAsItsWorstPart) {
   EXPECT_EQ(GangEnd({{E::kFailed}, {E::kPreempted, broke}}), E::kFailed);
   EXPECT_EQ(GangEnd({{E::kPreempted, broke}, {E::kFailed}, {E::kTimedOut}}), E::kFailed);
   EXPECT_EQ(GangEnd({{E::kCancelled}, {E::kSucceeded}}), E::kCancelled);
+  // The idle guardrail stopped one idle rank (cancelled); the others were stopped because
+  // the gang broke: the gang is stopped, not requeued.
+  EXPECT_EQ(GangEnd({{E::kCancelled}, {E::kPreempted, broke}}), E::kCancelled);
   EXPECT_EQ(GangEnd({}), E::kSucceeded);
 }
 
