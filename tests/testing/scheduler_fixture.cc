@@ -108,4 +108,16 @@ EnvOverrides SchedulerProcess::CliEnv(const std::string& token) const {
           {"XDG_CONFIG_HOME", dir_->path() + "/xdg"}};
 }
 
+nlohmann::json SchedulerProcess::Job(std::int64_t id, const std::string& token) const {
+  return Call("GET", "/v1/jobs/" + std::to_string(id), token).body;
+}
+
+std::string SchedulerProcess::JobLogs(std::int64_t id, const std::string& token) const {
+  std::string out;
+  const nlohmann::json r = Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", token).body;
+  if (r.is_object() && r.contains("chunks"))
+    for (const auto& c : r["chunks"]) out += c.value("data", "");
+  return out;
+}
+
 }  // namespace frugal::testing

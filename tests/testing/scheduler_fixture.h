@@ -57,6 +57,10 @@ class SchedulerProcess {
   const std::string& state_dir() const { return state_dir_; }
   // Environment for running the CLI against this scheduler with `token`.
   EnvOverrides CliEnv(const std::string& token) const;
+  // GET /v1/jobs/{id} as `token`: the job's detail (an error body if it failed).
+  nlohmann::json Job(std::int64_t id, const std::string& token) const;
+  // Every chunk of the job's output (GET /v1/jobs/{id}/logs), joined.
+  std::string JobLogs(std::int64_t id, const std::string& token) const;
 
  private:
   Options options_;

@@ -111,16 +111,9 @@ class ExecProviderE2eTest : public ::testing::Test {
     return acknowledged_.back();
   }
 
-  json Job(std::int64_t id) {
-    return sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_).body;
-  }
+  json Job(std::int64_t id) { return sched_->Job(id, user_); }
 
-  std::string Logs(std::int64_t id) {
-    std::string out;
-    json r = sched_->Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", user_).body;
-    for (const auto& c : r["chunks"]) out += c["data"].get<std::string>();
-    return out;
-  }
+  std::string Logs(std::int64_t id) { return sched_->JobLogs(id, user_); }
 
   json Instances() {
     return sched_->Call("GET", "/v1/admin/instances?all=true", sched_->admin_token()).body;

@@ -33,16 +33,9 @@ class GangE2eTest : public ::testing::Test {
     user_ = sched_->NewToken("vision", "alice");
   }
 
-  json Job(std::int64_t id) {
-    return sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_).body;
-  }
+  json Job(std::int64_t id) { return sched_->Job(id, user_); }
 
-  std::string Logs(std::int64_t id) {
-    std::string out;
-    json r = sched_->Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", user_).body;
-    for (const auto& c : r["chunks"]) out += c["data"].get<std::string>();
-    return out;
-  }
+  std::string Logs(std::int64_t id) { return sched_->JobLogs(id, user_); }
 
   // Through the CLI, as a user would: --nodes and --gpus-per-node.
   // The toy: `steps` steps of 200 ms, rank 0 checkpointing every 5.

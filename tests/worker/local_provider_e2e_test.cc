@@ -52,16 +52,9 @@ class LocalProviderE2eTest : public ::testing::Test {
     return acknowledged_.back();
   }
 
-  json Job(std::int64_t id) {
-    return sched_->Call("GET", "/v1/jobs/" + std::to_string(id), user_).body;
-  }
+  json Job(std::int64_t id) { return sched_->Job(id, user_); }
 
-  std::string Logs(std::int64_t id) {
-    std::string out;
-    json r = sched_->Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", user_).body;
-    for (const auto& c : r["chunks"]) out += c["data"].get<std::string>();
-    return out;
-  }
+  std::string Logs(std::int64_t id) { return sched_->JobLogs(id, user_); }
 
   bool NodeDirExists(const std::string& node) const {
     return fs::exists(fs::path(sched_->state_dir()) / "local" / node);
