@@ -22,6 +22,14 @@ const char* ToString(AttemptEnd e) {
   return "failed";
 }
 
+AttemptEnd ParseAttemptEnd(const std::string& s) {
+  for (AttemptEnd e : {AttemptEnd::kSucceeded, AttemptEnd::kFailed, AttemptEnd::kTimedOut,
+                       AttemptEnd::kCancelled, AttemptEnd::kPreempted, AttemptEnd::kNodeLost}) {
+    if (s == ToString(e)) return e;
+  }
+  return AttemptEnd::kFailed;
+}
+
 std::int64_t RetryBackoffSeconds(int failures) {
   const std::int64_t s = std::int64_t{5} << std::min(std::max(failures - 1, 0), 10);
   return std::min<std::int64_t>(s, 300);

@@ -18,6 +18,8 @@ namespace frugal::model {
 // Why an attempt ended: the vocabulary of `attempts.end_reason`.
 enum class AttemptEnd { kSucceeded, kFailed, kTimedOut, kCancelled, kPreempted, kNodeLost };
 const char* ToString(AttemptEnd e);
+// The end named by ToString; kFailed for any other text (the column's CHECK allows none).
+AttemptEnd ParseAttemptEnd(const std::string& s);
 
 // What the job's row says when one of its attempts ends.
 struct JobFacts {

@@ -224,15 +224,6 @@ StatusOr<std::optional<model::JobFacts>> LockJobFacts(PgConn& c, const std::stri
   return std::optional<model::JobFacts>(facts);
 }
 
-model::AttemptEnd ParseAttemptEnd(const std::string& s) {
-  using model::AttemptEnd;
-  for (AttemptEnd e : {AttemptEnd::kSucceeded, AttemptEnd::kFailed, AttemptEnd::kTimedOut,
-                       AttemptEnd::kCancelled, AttemptEnd::kPreempted, AttemptEnd::kNodeLost}) {
-    if (s == model::ToString(e)) return e;
-  }
-  return AttemptEnd::kFailed;
-}
-
 }  // namespace
 
 namespace pg {
@@ -258,7 +249,7 @@ StatusOr<bool> SettleJob(PgConn& c, const std::string& job_id) {
   bool idle_stopped = false;
   for (int i = 0; i < p.rows(); ++i) {
     if (p.Bool(i, 0)) return false;
-    parts.push_back({ParseAttemptEnd(p.Text(i, 1)), p.Bool(i, 5)});
+    parts.push_back({model::ParseAttemptEnd(p.Text(i, 1)), p.Bool(i, 5)});
     idle_stopped = idle_stopped || p.Bool(i, 4);
   }
   if (parts.empty()) return false;
