@@ -113,8 +113,17 @@ void FrugalCluster::Cycle(Cluster& c) {
   for (const auto& a : plan.assignments)
     c.Start(static_cast<int>(a.job_id - kJobIdOffset), static_cast<int>(a.node_id));
   for (const auto& r : plan.node_requests) {
-    // The provider sizes nodes to the request, in instances of at most max_node_gpus.
-    for (int left = r.gpus; left > 0; left -= c.setup().max_node_gpus)
+    // The provider sizes a node to each job the request is for, as the baselines' providers
+    // do (a fixed instance size would idle the rest of it). The request's GPUs are net of
+    // nodes still starting, which were asked for the jobs first in plan order: it serves
+    // the last ones. Whatever the jobs do not explain comes in nodes of max_node_gpus.
+    int left = r.gpus;
+    for (auto id = r.job_ids.rbegin(); id != r.job_ids.rend() && left > 0; ++id) {
+      int g = c.jobs()[*id - kJobIdOffset].gpus;
+      c.Launch(static_cast<int>(r.pool_id - kPoolIdOffset), g);
+      left -= g;
+    }
+    for (; left > 0; left -= c.setup().max_node_gpus)
       c.Launch(static_cast<int>(r.pool_id - kPoolIdOffset), std::min(left, c.setup().max_node_gpus));
   }
   for (const auto& r : plan.node_releases) c.Release(static_cast<int>(r.node_id));

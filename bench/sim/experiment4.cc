@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "bench/sim/cluster.h"
+#include "bench/sim/cluster_floor.h"
 #include "bench/sim/cluster_policies.h"
 #include "bench/sim/csv.h"
 #include "bench/sim/experiments.h"
@@ -229,6 +230,16 @@ Section RunExperiment4(const TraceSet& traces, const SimOptions& o) {
     md << "---:|---:|---:|---:|\n";
     for (const auto& r : res) md << Row(r, res.front());
     md << "\n";
+    if (setups[m].reserved_gpus == 0) {
+      const CostFloor floor = NoReservedFloor(setups[m]);
+      md << "A floor no scheduler can beat here (bench/sim/cluster_floor.h: every job alone, "
+            "unlimited spot, no startup or idle node, the future known): $"
+         << Fixed(floor.total, 0) << " (on-demand $" << Fixed(floor.on_demand, 0) << ", spot $"
+         << Fixed(floor.spot, 0) << "), " << Fixed(floor.total / cheapest, 3) << " x "
+         << cheapest_name << "; Frugal pays " << Fixed(frugal.cost / floor.total, 3)
+         << " x the floor.\n\n";
+      sec.bars.back().measured += "; floor " + Fixed(floor.total / cheapest, 3) + "x";
+    }
     headline += (headline.empty() ? "" : "; ") + mixes[m].name + ": ";
     for (int p = 0; p < per_mix; ++p)
       headline += (p ? ", " : "") + res[p].policy + " $" + Fixed(res[p].cost, 0);

@@ -84,9 +84,11 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
     account_used_[entries_[ns.entry].account] += gpus;
     // When this pool is next expected to free GPUs: the wait option's horizon.
     double eta = 0;
+    bool known = true;  // an attempt with no estimate of its own may hold its node for any time
     if (!r.stopping) {
       const model::Pool& pool = entries_[ns.entry].pool;
       Work w = WorkOf(r, config);
+      known = w.estimated;
       Timestamp since = r.started_at;
       if (r.last_checkpoint_at) since = std::max(since, *r.last_checkpoint_at);
       eta = w.ref_hours / (pool.speed > 0 ? pool.speed : 1.0) - HoursBetween(since, s.now);
@@ -94,6 +96,7 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
     }
     auto& entry_eta = entries_[ns.entry].eta_hours;
     entry_eta = std::min(entry_eta, eta);
+    ns.held_hours = std::max(ns.held_hours, known ? eta : kNoLimit);
   }
   for (int idx = 0; idx < static_cast<int>(nodes_.size()); ++idx) {
     NodeState& ns = nodes_[idx];
@@ -210,6 +213,11 @@ bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {
 }
 
 std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, int nodes) {
+  return Take(e, gpus, multi_node, nodes, Stay{});
+}
+
+std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, int nodes,
+                                            const Stay& stay) {
   std::vector<Slice> out;
   if (gpus <= 0 || Headroom(e) < gpus || free_sum_[e] < gpus) return out;
   auto& buckets = by_free_[e];
@@ -232,11 +240,11 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
       out.push_back({nodes_[idx].node->id, per});
     }
   } else if (gpus <= entries_[e].largest_node) {
-    auto it = buckets.lower_bound(gpus);
-    if (it == buckets.end()) return out;
-    int idx = *it->second.begin();
+    int idx = PickNode(e, gpus, stay);
+    if (idx < 0) return out;
     SetFree(idx, nodes_[idx].free - gpus);
     nodes_[idx].busy = true;
+    nodes_[idx].held_hours = std::max(nodes_[idx].held_hours, stay.run_hours);
     out.push_back({nodes_[idx].node->id, gpus});
   } else {
     if (!multi_node) return out;
@@ -256,6 +264,41 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
   }
   account_used_[entries_[e].account] += gpus;
   return out;
+}
+
+int Capacity::PickNode(int e, int gpus, const Stay& stay) {
+  const auto& buckets = by_free_[e];
+  auto it = buckets.lower_bound(gpus);
+  if (it == buckets.end()) return -1;
+  const model::Pool& pool = entries_[e].pool;
+  const bool billed = pool.kind != model::CapacityKind::kReserved && pool.idle_timeout.count() > 0;
+  if (!billed || stay.run_hours <= 0) return *it->second.begin();
+  // Best-fit order, the first node that idles nothing wins; a bounded scan keeps a pool of
+  // 10k nodes O(log n) per job (past it, the fewest idle GPU-hours seen so far).
+  constexpr int kScan = 64;
+  int best = -1, scanned = 0;
+  double best_idle = 0;
+  std::vector<int> seen;
+  for (; it != buckets.end() && scanned < kScan; ++it) {
+    for (int idx : it->second) {
+      const NodeState& ns = nodes_[idx];
+      double past = std::max(0.0, stay.run_hours - ns.held_hours);
+      double idle = std::max(0, ns.node->gpus - gpus) * past;
+      if (best < 0 || idle < best_idle) best = idx, best_idle = idle;
+      seen.push_back(idx);
+      if (best_idle <= 0 || ++scanned == kScan) break;
+    }
+    if (best_idle <= 0 && best >= 0) break;
+  }
+  if (best_idle <= stay.max_idle_gpu_hours) return best;
+  // A node sized to the job is cheaper than any of these: a growing pool may give them back.
+  for (int idx : seen) nodes_[idx].declined = true;
+  return -1;
+}
+
+bool Capacity::NodeDeclined(model::NodeId node) const {
+  int idx = NodeIndex(node);
+  return idx >= 0 && nodes_[idx].declined;
 }
 
 void Capacity::Close(model::NodeId node) {

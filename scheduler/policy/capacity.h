@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
+#include "scheduler/policy/cost_model.h"
 #include "scheduler/policy/policy_config.h"
 
 namespace frugal::policy {
@@ -66,9 +67,23 @@ class Capacity {
   // True if the entry `returns` and a gang of `gpus` fits it once its nodes are back.
   bool MayReturnFor(int e, int gpus, bool multi_node, int nodes = 1) const;
 
+  // How long a job placed on one node is expected to hold it. On a pool whose nodes are
+  // billed while held and given back when idle, a job that outlasts the other work on its
+  // node keeps the node's other GPUs paid and idle until it ends (decision 0033).
+  struct Stay {
+    double run_hours = 0;  // 0: unknown; best fit alone chooses
+    // Refuse every node that would idle more GPU-hours than this for the job (the cost of
+    // a node sized to the job instead); kNoLimit: any node that fits.
+    double max_idle_gpu_hours = kNoLimit;
+  };
+
   // Places a gang: best fit on one node (the fullest that still fits, lowest id), or across
   // nodes of this entry when bigger than any node; a multi-node gang on the `nodes` fullest
   // nodes that each still fit a part. All or nothing: empty if it does not fit.
+  // With a `stay` on a billed pool, a one-node job goes where it keeps the fewest GPUs idle
+  // past the node's other work (best fit among equals), or nowhere if that is more than
+  // stay.max_idle_gpu_hours.
+  std::vector<Slice> Take(int e, int gpus, bool multi_node, int nodes, const Stay& stay);
   std::vector<Slice> Take(int e, int gpus, bool multi_node, int nodes = 1);
   // Nothing more lands on this node this cycle (its GPUs are kept for a preemptor).
   void Close(model::NodeId node);
@@ -79,6 +94,8 @@ class Capacity {
   int NodeFree(model::NodeId node) const;
   bool NodeBusy(model::NodeId node) const;    // any attempt running, stopping or assigned
   bool NodeClosed(model::NodeId node) const;  // under notice or kept for a preemptor
+  // A job of this cycle fit on the node but would have kept too much of it idle (Stay).
+  bool NodeDeclined(model::NodeId node) const;
   const std::vector<int>& NodesOf(int e) const { return nodes_of_[e]; }  // node indexes
   const model::Node& NodeAt(int idx) const { return *nodes_[idx].node; }
 
@@ -89,8 +106,13 @@ class Capacity {
     int free = 0;
     bool busy = false;
     bool closed = false;
+    // Hours until the work on it is expected to end (kNoLimit: some of it has no estimate).
+    double held_hours = 0;
+    bool declined = false;
   };
   void SetFree(int idx, int free);
+  // The node a one-node job of `gpus` goes to, or -1 (see Take).
+  int PickNode(int e, int gpus, const Stay& stay);
   int Headroom(int e) const;
   int NodeIndex(model::NodeId id) const;
 

@@ -302,6 +302,21 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     int ga = opts.view(preps[a.first].job).work.gpus, gb = opts.view(preps[b.first].job).work.gpus;
     return ga != gb ? ga > gb : a.first < b.first;
   });
+  // How long a one-node job would hold a live node of option o's pool, and the most idle
+  // GPU-hours worth keeping paid for it: a new node of the pool sized to the job costs its
+  // startup, so a live node is worth more idle than that only when the pool's nodes come
+  // in a fixed size (a new one would idle as much) or a new node is no option.
+  auto StayOn = [&](int j, int o) {
+    Capacity::Stay stay;
+    const Work& work = opts.view(j).work;
+    if (work.nodes > 1) return stay;
+    const int e = OptionEntry(o), fresh = o | 1;
+    stay.run_hours = opts.EstimateFor(j, o).run_hours;
+    if (cap.entry(e).pool.node_gpus <= 0 && opts.rate(j, fresh) >= 0 &&
+        cap.NewCapacity(e) >= work.gpus)
+      stay.max_idle_gpu_hours = work.gpus * opts.EstimateFor(j, fresh).startup_hours;
+    return stay;
+  };
   auto try_option = [&](int pi, int o) {
     const Prep& p = preps[pi];
     const Work& work = opts.view(p.job).work;
@@ -313,7 +328,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       cap.UseNew(e, need);
       res.outcome = PlacementOutcome::kNewNode;
     } else {
-      res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes);
+      res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes, StayOn(p.job, o));
       if (res.slices.empty()) return false;
       res.outcome = PlacementOutcome::kPlaced;
     }

@@ -41,7 +41,9 @@ void Releases(const model::Snapshot& s, const Capacity& cap, const std::set<mode
     const model::Pool& pool = cap.entry(e).pool;
     // Reserved capacity is paid for whether it idles or not: never give it back.
     if (pool.kind == model::CapacityKind::kReserved || pool.idle_timeout.count() <= 0) continue;
-    if (growing.count(pool.id)) continue;
+    // A growing pool keeps its idle nodes for the jobs it grows for, unless they declined
+    // them: a node sized to each of those jobs keeps fewer GPUs paid and idle.
+    if (growing.count(pool.id) && !cap.NodeDeclined(n->id)) continue;
     double idle = HoursBetween(*n->idle_since, s.now);
     if (idle < Hours(pool.idle_timeout)) continue;
     plan.node_releases.push_back({n->id, ReleaseReason(idle, pool)});

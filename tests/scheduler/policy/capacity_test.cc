@@ -28,6 +28,74 @@ TEST(CapacityTest, BestFitTakesTheFullestNodeThatStillFits) {
   EXPECT_EQ(cap.FreeGpus(0), 8);
 }
 
+// Two 8-GPU nodes: node 1 has 2 free and its work ends in 30 minutes, node 2 has 6 free
+// and its work ends in 5 hours.
+model::Snapshot NodesWithWorkEnding(CapacityKind kind) {
+  model::Snapshot s;
+  s.now = T0();
+  s.pools = {MakePool(1, "p", kind)};
+  s.pools[0].idle_timeout = 10min;
+  s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
+  s.running = {MakeRunning(10, 10, 1, 6), MakeRunning(11, 11, 2, 2)};
+  s.running[0].estimate = Seconds(150 * 60);  // started 2 h ago
+  s.running[1].estimate = 7h;
+  return s;
+}
+
+TEST(CapacityTest, OnABilledPoolAJobGoesWhereItKeepsTheFewestGpusIdle) {
+  auto s = NodesWithWorkEnding(CapacityKind::kOnDemand);
+  Capacity::Stay two_hours{2.0, kNoLimit};
+  {
+    Capacity cap(s, PolicyConfig{});
+    auto a = cap.Take(0, 1, false, 1, two_hours);  // node 1 would idle 7 GPUs for 1.5 h
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].node, 2);
+    // A 6-hour job: 7 GPUs idle for 1 h on node 2 against 5.5 h on node 1.
+    auto b = cap.Take(0, 1, false, 1, Capacity::Stay{6.0, kNoLimit});
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0].node, 2);
+  }
+  {
+    Capacity cap(s, PolicyConfig{});
+    auto a = cap.Take(0, 1, false);  // no stay: best fit alone
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].node, 1);
+  }
+  // Reserved GPUs are paid whether they idle or not: best fit.
+  auto r = NodesWithWorkEnding(CapacityKind::kReserved);
+  Capacity cap(r, PolicyConfig{});
+  auto a = cap.Take(0, 1, false, 1, two_hours);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].node, 1);
+}
+
+TEST(CapacityTest, AJobDeclinesANodeItWouldKeepMostlyIdle) {
+  model::Snapshot s;
+  s.now = T0();
+  s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
+  s.pools[0].idle_timeout = 10min;
+  s.nodes = {MakeNode(1, 1, 8)};
+  Capacity cap(s, PolicyConfig{});
+  // 1 GPU for 4 h on an empty 8-GPU node: 28 idle GPU-hours, against 0.1 for a node of its own.
+  EXPECT_TRUE(cap.Take(0, 1, false, 1, Capacity::Stay{4.0, 0.1}).empty());
+  EXPECT_TRUE(cap.NodeDeclined(1));
+  EXPECT_EQ(cap.FreeGpus(0), 8);
+  // A one-minute job idles 7 GPU-minutes (0.117 GPU-hours): still more than 0.1.
+  EXPECT_TRUE(cap.Take(0, 1, false, 1, Capacity::Stay{1.0 / 60, 0.1}).empty());
+  // Half a minute (0.058) is less.
+  auto a = cap.Take(0, 1, false, 1, Capacity::Stay{0.5 / 60, 0.1});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].node, 1);
+
+  // A job that fills the node idles nothing; with no limit, any node that fits.
+  Capacity fresh(s, PolicyConfig{});
+  auto whole = fresh.Take(0, 8, false, 1, Capacity::Stay{4.0, 0.1});
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_FALSE(fresh.NodeDeclined(1));
+  Capacity any(s, PolicyConfig{});
+  EXPECT_EQ(any.Take(0, 1, false, 1, Capacity::Stay{4.0, kNoLimit}).size(), 1u);
+}
+
 TEST(CapacityTest, BigGangsSpanTheFewestNodesOfOnePool) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};

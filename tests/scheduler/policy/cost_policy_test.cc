@@ -267,6 +267,41 @@ TEST_F(CostPolicyTest, ReleasesNodesIdlePastTheTimeoutButNeverReserved) {
             "idle for 45m, past the idle timeout of 30m of spot a100-spot");
 }
 
+TEST_F(CostPolicyTest, ALongSmallJobGetsANodeOfItsSizeNotAnIdleBigOne) {
+  // An elastic on-demand pool whose provider sizes nodes to the jobs (no node_gpus), with
+  // an 8-GPU node idle for 10 minutes (past its 5-minute timeout), and a 1-GPU 4-hour job:
+  // on the big node 7 GPUs would idle 4 h; a node of its own costs a 5-minute startup.
+  using model::CapacityKind;
+  s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 64)};
+  s_.pools[0].elastic = true;
+  s_.pools[0].startup_delay = 5min;
+  s_.pools[0].idle_timeout = 5min;
+  s_.nodes = {MakeNode(20, 2, 8)};
+  s_.nodes[0].idle_since = At(-10min);
+  auto j = MakeJob(1, 1);
+  j.estimate = 4h;
+  s_.pending = {j};
+  auto plan = Decide();
+  EXPECT_TRUE(AssignmentsOf(plan, 1).empty());
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  EXPECT_EQ(plan.node_requests[0].gpus, 1);
+  ASSERT_EQ(plan.node_releases.size(), 1u);  // the pool grows, but not for this node
+  EXPECT_EQ(plan.node_releases[0].node_id, 20);
+
+  // A one-minute job idles 7 GPU-minutes there, less than a new node's 5 minutes of startup.
+  s_.pending[0].estimate = 30s;
+  plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 1), 20);
+  EXPECT_TRUE(plan.node_releases.empty());
+
+  // Nodes of a fixed size (8 GPUs): a new one would idle as much, so the idle one serves.
+  s_.pending[0].estimate = 4h;
+  s_.pools[0].node_gpus = 8;
+  plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 1), 20);
+  EXPECT_TRUE(plan.node_requests.empty());
+}
+
 TEST_F(CostPolicyTest, ExplainsJobsThatCanNeverRunHere) {
   ThreePools();
   auto tpu = MakeJob(1, 1);
