@@ -1,6 +1,7 @@
-// A lower bound on what any scheduler pays for experiment 4's jobs when no GPUs are
-// reserved: every job alone, with unlimited spot capacity, no startup, no idle node and a
-// view of the future. A bar below it is out of every policy's reach (issue 14).
+// A lower bound on what any scheduler that meets every deadline pays for experiment 4's
+// jobs when no GPUs are reserved: every job alone, with unlimited spot capacity, no
+// startup, no idle node and a view of the future. A bar below it is out of every such
+// policy's reach (issue 14). A schedule that runs past deadlines may pay less.
 #pragma once
 
 #include "bench/sim/cluster.h"

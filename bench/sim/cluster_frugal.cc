@@ -112,19 +112,29 @@ void FrugalCluster::Cycle(Cluster& c) {
     c.Stop(static_cast<int>(stop.job_id - kJobIdOffset), stop.kind == model::StopKind::kPriorityPreemption);
   for (const auto& a : plan.assignments)
     c.Start(static_cast<int>(a.job_id - kJobIdOffset), static_cast<int>(a.node_id));
+  // The provider sizes a node to each job a request is for that has none starting, as the
+  // baselines' providers do (a node of a fixed size would idle the rest of it), in plan
+  // order, until the request's GPUs (net of nodes still starting) are covered. Whatever the
+  // jobs do not explain comes in nodes of max_node_gpus.
+  for (auto it = starting_for_.begin(); it != starting_for_.end();) {
+    bool starting = false;
+    for (const auto& n : c.nodes()) starting = starting || (n.id == it->second && !n.live);
+    it = starting ? std::next(it) : starting_for_.erase(it);
+  }
   for (const auto& r : plan.node_requests) {
-    // The provider sizes a node to each job the request is for, as the baselines' providers
-    // do (a fixed instance size would idle the rest of it). The request's GPUs are net of
-    // nodes still starting, which were asked for the jobs first in plan order: it serves
-    // the last ones. Whatever the jobs do not explain comes in nodes of max_node_gpus.
+    const int pool = static_cast<int>(r.pool_id - kPoolIdOffset);
     int left = r.gpus;
-    for (auto id = r.job_ids.rbegin(); id != r.job_ids.rend() && left > 0; ++id) {
-      int g = c.jobs()[*id - kJobIdOffset].gpus;
-      c.Launch(static_cast<int>(r.pool_id - kPoolIdOffset), g);
-      left -= g;
+    for (model::JobId id : r.job_ids) {
+      if (left <= 0) break;
+      const int job = static_cast<int>(id - kJobIdOffset);
+      if (starting_for_.count(job)) continue;
+      const int node = c.Launch(pool, c.jobs()[job].gpus);
+      if (node < 0) break;  // the zone is down or at its cap
+      starting_for_[job] = node;
+      left -= c.jobs()[job].gpus;
     }
     for (; left > 0; left -= c.setup().max_node_gpus)
-      c.Launch(static_cast<int>(r.pool_id - kPoolIdOffset), std::min(left, c.setup().max_node_gpus));
+      if (c.Launch(pool, std::min(left, c.setup().max_node_gpus)) < 0) break;
   }
   for (const auto& r : plan.node_releases) c.Release(static_cast<int>(r.node_id));
 }

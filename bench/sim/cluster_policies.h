@@ -4,6 +4,7 @@
 // through a model::Snapshot of the simulated cluster.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,7 @@ class FrugalCluster final : public ClusterPolicy {
   std::unique_ptr<policy::Policy> policy_;
   double prior_;
   int cycles_ = 0;
+  std::map<int, int> starting_for_;  // job -> the node its provider started for it
 };
 
 }  // namespace frugal::sim

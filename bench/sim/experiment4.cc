@@ -232,8 +232,9 @@ Section RunExperiment4(const TraceSet& traces, const SimOptions& o) {
     md << "\n";
     if (setups[m].reserved_gpus == 0) {
       const CostFloor floor = NoReservedFloor(setups[m]);
-      md << "A floor no scheduler can beat here (bench/sim/cluster_floor.h: every job alone, "
-            "unlimited spot, no startup or idle node, the future known): $"
+      md << "A floor no scheduler that meets every deadline can beat here "
+            "(bench/sim/cluster_floor.h: every job alone, unlimited spot, no startup or idle "
+            "node, the future known): $"
          << Fixed(floor.total, 0) << " (on-demand $" << Fixed(floor.on_demand, 0) << ", spot $"
          << Fixed(floor.spot, 0) << "), " << Fixed(floor.total / cheapest, 3) << " x "
          << cheapest_name << "; Frugal pays " << Fixed(frugal.cost / floor.total, 3)

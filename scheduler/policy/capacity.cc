@@ -237,6 +237,7 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
     for (int idx : chosen) {
       SetFree(idx, nodes_[idx].free - per);
       nodes_[idx].busy = true;
+      nodes_[idx].held_hours = kNoLimit;  // gangs are not judged: their run is not asked
       out.push_back({nodes_[idx].node->id, per});
     }
   } else if (gpus <= entries_[e].largest_node) {
@@ -244,7 +245,9 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
     if (idx < 0) return out;
     SetFree(idx, nodes_[idx].free - gpus);
     nodes_[idx].busy = true;
-    nodes_[idx].held_hours = std::max(nodes_[idx].held_hours, stay.run_hours);
+    // A job placed with no known run may hold the node for any time.
+    nodes_[idx].held_hours =
+        std::max(nodes_[idx].held_hours, stay.run_hours > 0 ? stay.run_hours : kNoLimit);
     out.push_back({nodes_[idx].node->id, gpus});
   } else {
     if (!multi_node) return out;
@@ -258,6 +261,7 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
       int take = std::min(need, it->first);
       SetFree(idx, nodes_[idx].free - take);
       nodes_[idx].busy = true;
+      nodes_[idx].held_hours = kNoLimit;
       out.push_back({nodes_[idx].node->id, take});
       need -= take;
     }
@@ -290,7 +294,8 @@ int Capacity::PickNode(int e, int gpus, const Stay& stay) {
     }
     if (best_idle <= 0 && best >= 0) break;
   }
-  if (best_idle <= stay.max_idle_gpu_hours) return best;
+  // Past the scan a node that idles nothing may remain unseen: never decline then.
+  if (best_idle <= stay.max_idle_gpu_hours || scanned == kScan) return best;
   // A node sized to the job is cheaper than any of these: a growing pool may give them back.
   for (int idx : seen) nodes_[idx].declined = true;
   return -1;

@@ -305,15 +305,20 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   // How long a one-node job would hold a live node of option o's pool, and the most idle
   // GPU-hours worth keeping paid for it: a new node of the pool sized to the job costs its
   // startup, so a live node is worth more idle than that only when the pool's nodes come
-  // in a fixed size (a new one would idle as much) or a new node is no option.
+  // in a fixed size (a new one would idle as much), a new node is no option, or the job
+  // is late (the earliest finish wins). A job with no estimate of its own is not judged.
   auto StayOn = [&](int j, int o) {
     Capacity::Stay stay;
-    const Work& work = opts.view(j).work;
-    if (work.nodes > 1) return stay;
+    const JobView& v = opts.view(j);
+    const Work& work = v.work;
+    if (work.nodes > 1 || !work.estimated) return stay;
     const int e = OptionEntry(o), fresh = o | 1;
+    const model::Pool& pool = cap.entry(e).pool;
     stay.run_hours = opts.EstimateFor(j, o).run_hours;
-    if (cap.entry(e).pool.node_gpus <= 0 && opts.rate(j, fresh) >= 0 &&
-        cap.NewCapacity(e) >= work.gpus)
+    // Nodes still starting may not be the job's: the room for a node of its own is what is
+    // left once they are counted.
+    const int room = cap.NewCapacity(e) - std::max(0, pool.requested_gpus);
+    if (pool.node_gpus <= 0 && !v.late && opts.rate(j, fresh) >= 0 && room >= work.gpus)
       stay.max_idle_gpu_hours = work.gpus * opts.EstimateFor(j, fresh).startup_hours;
     return stay;
   };

@@ -288,11 +288,16 @@ TEST_F(CostPolicyTest, ALongSmallJobGetsANodeOfItsSizeNotAnIdleBigOne) {
   ASSERT_EQ(plan.node_releases.size(), 1u);  // the pool grows, but not for this node
   EXPECT_EQ(plan.node_releases[0].node_id, 20);
 
-  // A one-minute job idles 7 GPU-minutes there, less than a new node's 5 minutes of startup.
+  // A half-minute job idles 3.5 GPU-minutes there, less than a new node's 5 of startup.
   s_.pending[0].estimate = 30s;
   plan = Decide();
   EXPECT_EQ(NodeOf(plan, 1), 20);
   EXPECT_TRUE(plan.node_releases.empty());
+
+  // A job with no estimate of its own is not judged: its run may be any length.
+  s_.pending[0].estimate.reset();
+  plan = Decide();
+  EXPECT_EQ(NodeOf(plan, 1), 20);
 
   // Nodes of a fixed size (8 GPUs): a new one would idle as much, so the idle one serves.
   s_.pending[0].estimate = 4h;
