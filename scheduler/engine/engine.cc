@@ -198,7 +198,8 @@ class Engine::Impl {
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
-    policy::EnforceBudgets(snapshot, plan);  // and hard budgets
+    // And hard budgets, pricing jobs with the policy's own knobs.
+    policy::EnforceBudgets(snapshot, plan, policy_.config());
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
     // Committed: the nodes with new orders fetch them now rather than at their next beat.
     Dispatched(plan, reclaimed > 0);

@@ -27,7 +27,7 @@ class CostPolicy final : public Policy {
                   : nullptr) {}
   std::string Name() const override { return "placement/cost"; }
   model::Plan Decide(const model::Snapshot& snapshot) const override;
-  const PolicyConfig& config() const { return config_; }
+  const PolicyConfig& config() const override { return config_; }
   // The learned controller's tables (null when learned_spot_control is off). The engine's
   // background thread solves what Decide queued: spot_book()->SolvePending().
   const std::shared_ptr<SpotBook>& spot_book() const { return book_; }

@@ -5,6 +5,11 @@
 
 namespace frugal::policy {
 
+const PolicyConfig& Policy::config() const {
+  static const PolicyConfig kDefaults;
+  return kDefaults;
+}
+
 std::vector<std::string> PolicyNames() { return {"placement/fifo", "placement/cost"}; }
 
 StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name) {

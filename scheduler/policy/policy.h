@@ -19,6 +19,10 @@ class Policy {
   virtual std::string Name() const = 0;
   // Must be deterministic in `snapshot`. Thread-safe (const, no shared state).
   virtual model::Plan Decide(const model::Snapshot& snapshot) const = 0;
+  // The knobs it was built with. The engine's budget guard prices jobs with them, so the
+  // guard and the policy agree on what a job is expected to cost. A policy with no knobs
+  // returns the defaults.
+  virtual const PolicyConfig& config() const;
 };
 
 // The policy registered under `name` ("placement/cost", "placement/fifo"), or

@@ -331,6 +331,12 @@ TEST(PolicyRegistryTest, KnowsTheCostPolicy) {
   auto q = MakePolicy("placement/cost", config);
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(dynamic_cast<CostPolicy&>(**q).config().min_run_time, 1h);
+  // Through the interface too: the engine's budget guard prices jobs with these knobs.
+  const Policy& as_policy = **q;
+  EXPECT_EQ(as_policy.config().min_run_time, 1h);
+  auto fifo = MakePolicy("placement/fifo", config);
+  ASSERT_TRUE(fifo.ok());
+  EXPECT_EQ((*fifo)->config().min_run_time, PolicyConfig{}.min_run_time);
 }
 
 }  // namespace
