@@ -274,9 +274,7 @@ int Capacity::PickNode(int e, int gpus, const Stay& stay) {
   const auto& buckets = by_free_[e];
   auto it = buckets.lower_bound(gpus);
   if (it == buckets.end()) return -1;
-  const model::Pool& pool = entries_[e].pool;
-  const bool billed = pool.kind != model::CapacityKind::kReserved && pool.idle_timeout.count() > 0;
-  if (!billed || stay.run_hours <= 0) return *it->second.begin();
+  if (!ReleasedWhenIdle(entries_[e].pool) || stay.run_hours <= 0) return *it->second.begin();
   // Best-fit order, the first node that idles nothing wins; a bounded scan keeps a pool of
   // 10k nodes O(log n) per job (past it, the fewest idle GPU-hours seen so far).
   constexpr int kScan = 64;

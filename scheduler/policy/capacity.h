@@ -30,6 +30,12 @@ struct PoolEntry {
   bool returns = false;
 };
 
+// A pool whose nodes are billed while held and given back once idle past its timeout.
+// Reserved capacity is paid whether it idles or not; with no timeout nodes are kept.
+inline bool ReleasedWhenIdle(const model::Pool& pool) {
+  return pool.kind != model::CapacityKind::kReserved && pool.idle_timeout.count() > 0;
+}
+
 class Capacity {
  public:
   Capacity(const model::Snapshot& snapshot, const PolicyConfig& config);

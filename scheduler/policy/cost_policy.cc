@@ -39,8 +39,7 @@ void Releases(const model::Snapshot& s, const Capacity& cap, const std::set<mode
     int e = cap.EntryOfNode(n->id);
     if (e < 0 || !n->idle_since || cap.NodeBusy(n->id)) continue;
     const model::Pool& pool = cap.entry(e).pool;
-    // Reserved capacity is paid for whether it idles or not: never give it back.
-    if (pool.kind == model::CapacityKind::kReserved || pool.idle_timeout.count() <= 0) continue;
+    if (!ReleasedWhenIdle(pool)) continue;  // reserved is paid for whether it idles or not
     // A growing pool keeps its idle nodes for the jobs it grows for, unless they declined
     // them: a node sized to each of those jobs keeps fewer GPUs paid and idle.
     if (growing.count(pool.id) && !cap.NodeDeclined(n->id)) continue;
