@@ -62,6 +62,10 @@ std::unique_ptr<policy::Policy> FrugalPolicyFor(double d_hours) {
   config.restore_time = Seconds(std::lround(d_hours * 3600));
   config.spread_large_jobs = true;
   config.solve_spot_tables_inline = true;  // every simulated decision has its table
+  // One book serves every run of a case on every thread, and each run refits its model
+  // daily from its own past: keep the tables of the models the runs in flight use.
+  config.spot_models_per_pool = 32;
+  config.spot_table_bytes_per_pool = size_t{512} << 20;
   auto made = policy::MakePolicy("placement/cost", config);
   return made.ok() ? std::move(*made) : nullptr;
 }

@@ -23,7 +23,9 @@ class CostPolicy final : public Policy {
   explicit CostPolicy(PolicyConfig config = {})
       : config_(std::move(config)),
         book_(config_.learned_spot_control
-                  ? std::make_shared<SpotBook>(config_.solve_spot_tables_inline)
+                  ? std::make_shared<SpotBook>(config_.solve_spot_tables_inline,
+                                               config_.spot_table_bytes_per_pool,
+                                               config_.spot_models_per_pool)
                   : nullptr) {}
   std::string Name() const override { return "placement/cost"; }
   model::Plan Decide(const model::Snapshot& snapshot) const override;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ struct PolicyConfig {
   // decision has its table, at 1-3 s per new table).
   bool learned_spot_control = true;
   bool solve_spot_tables_inline = false;
+  // The tables' cache (SpotBook): how many fitted models per pool keep their tables (the
+  // scheduler decides with one at a time, so a refit replaces them), and the bytes of
+  // tables kept per pool. The simulator, whose runs learned from different pasts, keeps
+  // more of both; neither changes a decision, only how often a table is solved again.
+  int spot_models_per_pool = 1;
+  size_t spot_table_bytes_per_pool = 64u << 20;
 };
 
 }  // namespace frugal::policy

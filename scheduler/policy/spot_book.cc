@@ -50,22 +50,30 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
   // Few shapes, so that the solver keeps up with a cluster of many jobs: work in powers of
   // two, and time to the deadline up to twice that. A job with more time is decided as if
   // it had that much (at least its work again as slack) until its time falls inside.
+  // Time is solved in quarters of the work bucket: a solve's cost grows with the area under
+  // min(work, time), so a job with little slack does not pay for twice its work in time
+  // (three times the cost). Every table is exact up to its own time, so which covering table
+  // a job reads never changes its decision.
   const int work_bucket = WorkBucket(st.work_left);
+  const int time_cap = std::min(kMaxTicks, 2 * work_bucket);
+  const int time_step = work_bucket / 4;
+  const int want_time = std::clamp(std::max(st.time_left, st.work_left), 1, time_cap);
   std::shared_ptr<const SpotPolicy> table;
   std::shared_ptr<const SpotChain> chain;
-  Key wanted{pool.id, m.get(), changeover, checkpoint, price_pct,
-             std::min(kMaxTicks, 2 * work_bucket), work_bucket};
+  Key wanted{pool.id, nullptr, changeover, checkpoint, price_pct,
+             std::min(time_cap, (want_time + time_step - 1) / time_step * time_step), work_bucket};
   {
     std::lock_guard<std::mutex> lock(mu_);
     chain = ChainLocked(pool);
-    // Any solved table of this model and shape that covers the job: the smallest.
-    for (auto it = entries_.lower_bound(Key{pool.id, m.get(), changeover, checkpoint, price_pct, 0, 0});
-         it != entries_.end() && it->first.pool == pool.id && it->first.model == m.get() &&
+    wanted.chain = chain.get();
+    // Any solved table of this chain and shape that covers the job: the smallest.
+    for (auto it = entries_.lower_bound(Key{pool.id, chain.get(), changeover, checkpoint, price_pct, 0, 0});
+         it != entries_.end() && it->first.pool == pool.id && it->first.chain == chain.get() &&
          it->first.changeover == changeover && it->first.checkpoint == checkpoint &&
          it->first.price_pct == price_pct;
          ++it) {
       if (!it->second.table || it->first.max_work < st.work_left) continue;
-      if (it->first.max_time < std::min(st.time_left, wanted.max_time)) continue;
+      if (it->first.max_time < std::min(st.time_left, time_cap)) continue;
       it->second.used = ++clock_;
       table = it->second.table;
       break;
@@ -82,8 +90,8 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
     copy.chain = chain;
     table = Solve(wanted, copy);
     std::lock_guard<std::mutex> lock(mu_);
-    // Kept only while the chain it was solved for is still the pool's.
-    if (chains_[pool.id] == chain) {
+    // Kept only while the chain it was solved for is still held.
+    if (HeldLocked(pool.id, chain.get())) {
       Entry& e = entries_[wanted];
       if (!e.chain) e.chain = chain;
       if (!e.table) e.table = table;
@@ -124,12 +132,21 @@ std::shared_ptr<const SpotPolicy> SpotBook::Solve(const Key& key, const Entry& e
 
 std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool) const {
   auto& held = chains_[pool.id];
-  if (held && held->model == pool.availability &&
-      held->prior_reclaims_per_hour == pool.preemption_prior_per_node_hour)
-    return held;
-  // A refitted model (or a changed prior) replaces the pool's older one: its tables go.
-  for (auto it = entries_.begin(); it != entries_.end();)
-    it = it->first.pool == pool.id ? entries_.erase(it) : std::next(it);
+  for (auto it = held.begin(); it != held.end(); ++it) {
+    if ((*it)->model == pool.availability &&
+        (*it)->prior_reclaims_per_hour == pool.preemption_prior_per_node_hour) {
+      held.splice(held.begin(), held, it);
+      return held.front();
+    }
+  }
+  // A refitted model (or a changed prior) is a new chain; the least recently used one past
+  // the limit goes, with its tables.
+  while (!held.empty() && held.size() >= models_per_pool_) {
+    const SpotChain* gone = held.back().get();
+    for (auto it = entries_.begin(); it != entries_.end();)
+      it = it->first.pool == pool.id && it->first.chain == gone ? entries_.erase(it) : std::next(it);
+    held.pop_back();
+  }
   auto c = std::make_shared<SpotChain>();
   const model::AvailabilityModel& m = *pool.availability;
   c->model = pool.availability;
@@ -144,8 +161,16 @@ std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool) 
     for (const auto& n : c->next[s])
       if (m.IsUp(n.state) != m.IsUp(s)) c->hazard[s] += n.p;
   }
-  held = std::move(c);
-  return held;
+  held.push_front(std::move(c));
+  return held.front();
+}
+
+bool SpotBook::HeldLocked(model::PoolId pool, const SpotChain* chain) const {
+  auto it = chains_.find(pool);
+  if (it == chains_.end()) return false;
+  for (const auto& c : it->second)
+    if (c.get() == chain) return true;
+  return false;
 }
 
 std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d) {

@@ -5,15 +5,18 @@
 // A SpotBook caches solved SpotPolicy tables (spot_dp.h), keyed by the pool's fitted model
 // and the job's shape in ticks: changeover (restore), checkpoint interval, spot price as a
 // share of on-demand (in 5% buckets), and the largest work solved for (a power of two, 128
-// ticks at least) with time up to twice that: one table serves every smaller job and the
-// rest of a job's life, and a job with more time is decided as if it had that much. A table
+// ticks at least) with time in quarters of that, up to twice it: one table serves every
+// smaller job and the rest of a job's life, and a job with more time is decided as if it
+// had twice its work bucket. Every table is exact up to its own size, so which covering
+// table a decision reads never changes it. A table
 // takes 1-3 s of one core to solve, so Decide never solves one: a missing table is queued
 // and the job is decided by the rules of decisions 0014/0015 until the engine's background
 // thread has solved it (SolvePending). The simulator builds its book with `solve_inline`,
 // so every decision has its table.
 //
 // Memory: a table holds the policy only, a few MB for a 48-hour job; each pool's tables are
-// kept under `max_bytes_per_pool` (default 64 MB), the least recently used going first.
+// kept under `max_bytes_per_pool` (default 64 MB), the least recently used going first, and
+// only for the pool's `models_per_pool` most recently used fitted models (default 1).
 //
 // Thread-safety: every method may be called concurrently (one mutex; solving runs outside
 // it). The plan of a Decide depends on the snapshot and on which tables are ready.
@@ -81,8 +84,16 @@ std::string DescribeSpell(const model::Pool& pool, const SpotDecision& d);
 
 class SpotBook {
  public:
-  explicit SpotBook(bool solve_inline = false, size_t max_bytes_per_pool = 64u << 20)
-      : inline_(solve_inline), max_bytes_(max_bytes_per_pool) {}
+  // `models_per_pool`: how many of a pool's fitted models (with their priors) keep their
+  // tables, the most recently used first. The scheduler decides with one model per pool at
+  // a time, so 1: a refitted model replaces the pool's tables. The simulator shares a book
+  // among runs that learned from different pasts, interleaved on several threads: with 1,
+  // each run's decision would drop the other runs' tables and every decision would solve.
+  explicit SpotBook(bool solve_inline = false, size_t max_bytes_per_pool = 64u << 20,
+                    int models_per_pool = 1)
+      : inline_(solve_inline),
+        max_bytes_(max_bytes_per_pool),
+        models_per_pool_(models_per_pool < 1 ? 1 : models_per_pool) {}
 
   // The learned decision for `job` on spot pool `pool`, or empty when the controller does
   // not apply (no fitted model, a job too long or with checkpoints too far apart for a
@@ -109,29 +120,33 @@ class SpotBook {
  private:
   struct Key {
     model::PoolId pool;
-    const model::AvailabilityModel* model;
+    const SpotChain* chain;  // the model and prior the table was solved for
     int changeover, checkpoint, price_pct, max_time, max_work;
     bool operator<(const Key& o) const {
-      return std::tie(pool, model, changeover, checkpoint, price_pct, max_time, max_work) <
-             std::tie(o.pool, o.model, o.changeover, o.checkpoint, o.price_pct, o.max_time,
+      return std::tie(pool, chain, changeover, checkpoint, price_pct, max_time, max_work) <
+             std::tie(o.pool, o.chain, o.changeover, o.checkpoint, o.price_pct, o.max_time,
                       o.max_work);
     }
   };
   struct Entry {
-    std::shared_ptr<const SpotChain> chain;  // keeps Key::model alive
+    std::shared_ptr<const SpotChain> chain;  // keeps Key::chain alive
     std::shared_ptr<const SpotPolicy> table;  // null: queued
     std::uint64_t used = 0;
   };
   std::shared_ptr<const SpotPolicy> Solve(const Key& key, const Entry& entry) const;
   void EvictLocked(model::PoolId pool) const;
-  // The pool's chain for its current model and prior; a new one drops the pool's tables.
+  // The pool's chain for its current model and prior, made the most recently used; a new
+  // one past `models_per_pool_` drops the least recently used chain's tables.
   std::shared_ptr<const SpotChain> ChainLocked(const model::Pool& pool) const;
+  bool HeldLocked(model::PoolId pool, const SpotChain* chain) const;
 
   bool inline_;
   size_t max_bytes_;
+  size_t models_per_pool_;
   mutable std::mutex mu_;
   mutable std::map<Key, Entry> entries_;
-  mutable std::map<model::PoolId, std::shared_ptr<const SpotChain>> chains_;
+  // Per pool, its chains, the most recently used first.
+  mutable std::map<model::PoolId, std::list<std::shared_ptr<const SpotChain>>> chains_;
   mutable std::uint64_t clock_ = 0;
 };
 

@@ -38,6 +38,10 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
   S_ = static_cast<int>(up.size());
   const int M = M_, S = S_;
   const int kOdRun = D + 1, kSpotC = D + 2, kSpotR = 2 * D + 2;
+  // The mode a launch from idle (or from the other kind) enters: its first changeover tick
+  // is paid this tick, so the next tick has D - 1 left, or it runs.
+  const int kOdLaunch = D - 1 >= 1 ? D - 1 : kOdRun;
+  const int kSpotLaunch = D - 1 >= 1 ? kSpotC + D - 2 : kSpotR;
   const double p = shape_.spot_price, od_p = shape_.od_price;
   const size_t cell = static_cast<size_t>(M) * S;  // per (tau, w)
   const size_t row = static_cast<size_t>(W + 1) * cell;
@@ -69,24 +73,30 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
     const int w_top = std::min(W, tau);
     std::fill(cur.begin() + static_cast<size_t>(w_top + 1) * cell, cur.end(), kInf);
     for (int w = 1; w <= w_top; ++w) {
-      for (int m = 0; m < M; ++m) {
-        for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < S; ++s) {
+        const bool is_up = up[s];
+        const auto& nx = next[s];
+        // Expected value after this tick: at (w_up, m_up) if spot is up next tick, at
+        // (w_dn, m_dn) if it is down (a reclaim, for a job on spot).
+        auto expect = [&](int w_up, int m_up, int w_dn, int m_dn) {
+          double e = 0;
+          for (const auto& n : nx) e += n.p * (up[n.state] ? V(w_up, m_up, n.state)
+                                                            : V(w_dn, m_dn, n.state));
+          return e;
+        };
+        // What does not depend on the mode, once per (w, s) rather than once per mode (the
+        // solve's cost is mostly these sums): waiting, and launching on-demand or spot
+        // from elsewhere.
+        const double wait = expect(w, 0, w, 0);
+        const double od_launch = expect(w, kOdLaunch, w, kOdLaunch);
+        const double sp_launch = is_up ? expect(w, kSpotLaunch, w, 0) : kInf;
+        for (int m = 0; m < M; ++m) {
           const size_t at = static_cast<size_t>(w) * cell + static_cast<size_t>(m) * S + s;
-          const bool is_up = up[s];
           if (m >= kSpotC && !is_up) {
             cur[at] = kInf;
             continue;
           }
-          const auto& nx = next[s];
-          // Expected value after this tick: at (w_up, m_up) if spot is up next tick, at
-          // (w_dn, m_dn) if it is down (a reclaim, for a job on spot).
-          auto expect = [&](int w_up, int m_up, int w_dn, int m_dn) {
-            double e = 0;
-            for (const auto& n : nx) e += n.p * (up[n.state] ? V(w_up, m_up, n.state)
-                                                              : V(w_dn, m_dn, n.state));
-            return e;
-          };
-          double best = expect(w, 0, w, 0);
+          double best = wait;
           int choice = 0;
           double od;
           if (m == kOdRun) {
@@ -94,7 +104,7 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
           } else {
             int k = (m >= 1 && m <= D) ? m : D;
             int m1 = k - 1 >= 1 ? k - 1 : kOdRun;
-            od = od_p + expect(w, m1, w, m1);
+            od = od_p + (m1 == kOdLaunch ? od_launch : expect(w, m1, w, m1));
           }
           // Ties go to on-demand: equal cost, the job finishes sooner.
           if (od <= best * (1 + 1e-12)) best = od, choice = 1;
@@ -107,7 +117,7 @@ SpotPolicy::SpotPolicy(const std::vector<std::vector<model::AvailabilityModel::N
             } else {
               int k = (m >= kSpotC && m < kSpotR) ? m - kSpotC + 1 : D;
               int m1 = k - 1 >= 1 ? kSpotC + k - 2 : kSpotR;
-              sp = p + expect(w, m1, w, 0);
+              sp = p + (m1 == kSpotLaunch ? sp_launch : expect(w, m1, w, 0));
             }
             if (sp < best) best = sp, choice = 2;
           }

@@ -131,6 +131,30 @@ TEST(SpotBookTest, QueuesATableForTheBackgroundAndDecidesOnceItIsSolved) {
   EXPECT_EQ(book.tables(), 0);
 }
 
+// The simulator shares one book among runs that learned from different pasts, interleaved
+// on threads. With room for both models, neither run's decision drops the other's tables
+// (with one model per pool, each decision did, and every decision solved its table again).
+TEST(SpotBookTest, InterleavedModelsKeepTheirTablesWhereTheBookHasRoomForThem) {
+  SpotBook book(/*solve_inline=*/false, 64u << 20, /*models_per_pool=*/2);
+  model::Pool a = SpotPool(Model({200, 10}, 50), true);
+  model::Pool b = a;
+  b.availability = Model({200, 10}, 51);
+  EXPECT_FALSE(book.Decide(a, TenHourJob(30)).has_value());
+  EXPECT_FALSE(book.Decide(b, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.SolvePending(), 2);
+  EXPECT_TRUE(book.Decide(a, TenHourJob(30)).has_value());
+  EXPECT_TRUE(book.Decide(b, TenHourJob(30)).has_value());
+  EXPECT_TRUE(book.Decide(a, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.tables(), 2);
+  // A third model goes past the room: the least recently used (b's) loses its tables.
+  model::Pool c = a;
+  c.availability = Model({200, 10}, 52);
+  EXPECT_FALSE(book.Decide(c, TenHourJob(30)).has_value());
+  EXPECT_EQ(book.tables(), 1);
+  EXPECT_TRUE(book.Decide(a, TenHourJob(30)).has_value());
+  EXPECT_FALSE(book.Decide(b, TenHourJob(30)).has_value());
+}
+
 TEST(SpotBookTest, AJobWithoutCheckpointsOrAModelIsLeftToTheRules) {
   SpotBook book(/*solve_inline=*/true);
   SpotJob job = TenHourJob(30);
