@@ -37,8 +37,10 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
                              : std::max(1, static_cast<int>(std::lround(job.checkpoint_hours / tick_h)));
   if (job.checkpoint_hours <= 0 && !job.saves_on_notice) return std::nullopt;
   st.unsaved = checkpoint == 1 ? 0 : std::clamp(Ticks(job.unsaved_hours, tick_h) , 0, checkpoint - 1);
-  if (checkpoint > kMaxCheckpointTicks || changeover > kMaxChangeoverTicks ||
-      st.work_left > kMaxTicks)
+  // The work a table must hold: a reclaim rolls the job back to its latest checkpoint,
+  // `unsaved` ticks more than it has left.
+  const int reach = st.work_left + st.unsaved;
+  if (checkpoint > kMaxCheckpointTicks || changeover > kMaxChangeoverTicks || reach > kMaxTicks)
     return std::nullopt;
   const double ratio =
       static_cast<double>(pool.price_per_gpu_hour) / job.od_price_per_gpu_hour;
@@ -52,9 +54,10 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
   // it had that much (at least its work again as slack) until its time falls inside.
   // Time is solved in quarters of the work bucket: a solve's cost grows with the area under
   // min(work, time), so a job with little slack does not pay for twice its work in time
-  // (three times the cost). Every table is exact up to its own time, so which covering table
-  // a job reads never changes its decision.
-  const int work_bucket = WorkBucket(st.work_left);
+  // (three times the cost). A table whose work holds the job's reach and whose time holds
+  // its time (or the cap) is exact there, whatever its size: which covering table a
+  // decision reads never changes it.
+  const int work_bucket = WorkBucket(reach);
   const int time_cap = std::min(kMaxTicks, 2 * work_bucket);
   const int time_step = work_bucket / 4;
   const int want_time = std::clamp(std::max(st.time_left, st.work_left), 1, time_cap);
@@ -72,7 +75,7 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
          it->first.changeover == changeover && it->first.checkpoint == checkpoint &&
          it->first.price_pct == price_pct;
          ++it) {
-      if (!it->second.table || it->first.max_work < st.work_left) continue;
+      if (!it->second.table || it->first.max_work < reach) continue;
       if (it->first.max_time < std::min(st.time_left, time_cap)) continue;
       it->second.used = ++clock_;
       table = it->second.table;
@@ -107,10 +110,13 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
   d.model = m;
   d.chain = chain;
   d.hazard = chain->hazard[st.chain_state];
-  d.action = table->Action(st);
+  // Read at the capped time whatever table it is: a bigger one must not give more.
+  SpotJobState read = st;
+  read.time_left = std::min(st.time_left, time_cap);
+  d.action = table->Action(read);
   d.tick_hours = tick_h;
   {
-    SpotJobState idle = st;
+    SpotJobState idle = read;
     idle.where = JobWhere::kIdle;
     idle.changeover_left = 0;
     idle.unsaved = 0;
