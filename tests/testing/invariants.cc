@@ -7,10 +7,13 @@ namespace frugal::testing {
 // The ledger reconciliation: every row is a discrepancy, so it must return none.
 const char* const kLedgerReconciliation =
     // Every ended attempt that a worker acknowledged is billed, once, for exactly its
-    // interval, GPUs and pool; one no worker acknowledged never ran and is not billed.
+    // interval, GPUs and pool; one no worker acknowledged never ran and is not billed. A
+    // gang's parts are billed once its last part has ended (decision 0032).
     "SELECT 'attempt ' || a.id || ' ended without a usage entry' FROM attempts a"
     " WHERE a.ended_at IS NOT NULL AND a.acked_at IS NOT NULL AND NOT EXISTS (SELECT 1"
     "   FROM ledger_entries l WHERE l.attempt_id = a.id AND l.kind = 'usage')"
+    " AND NOT EXISTS (SELECT 1 FROM attempts g WHERE g.job_id = a.job_id"
+    "   AND g.number = a.number AND g.ended_at IS NULL)"
     " UNION ALL SELECT 'attempt ' || a.id || ' never acknowledged but billed' FROM attempts a"
     " WHERE a.acked_at IS NULL AND EXISTS (SELECT 1 FROM ledger_entries l"
     "   WHERE l.attempt_id = a.id)"

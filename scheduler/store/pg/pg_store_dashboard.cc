@@ -9,8 +9,9 @@ namespace {
 
 // $1 team filter (bigint or NULL), $2 limit. Preemptions, lost nodes and the idle
 // guardrail's stops of jobs that never checkpointed (ended cancelled). The next attempt of
-// the same job is the recovery; lost work comes from the ledger (billed attempts only,
-// which is all ended ones after the next cycle).
+// the same job is the recovery (for a gang, its rank 0); lost work comes from the ledger
+// (billed attempts only: an attempt is billed when it ends, a gang's parts when its last
+// part ends).
 constexpr const char* kInterruptions =
     "SELECT a.job_id, j.name, t.name, a.number, p.name, n.name, a.end_reason,"
     " coalesce(" FRUGAL_STOP_KIND("a") ", ''), " FRUGAL_US("a.ended_at") ","
@@ -19,7 +20,7 @@ constexpr const char* kInterruptions =
     " b.number, bp.name, " FRUGAL_US("b.started_at")
     " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN teams t ON t.id = j.team_id"
     " JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
-    " LEFT JOIN attempts b ON b.job_id = a.job_id AND b.number = a.number + 1"
+    " LEFT JOIN attempts b ON b.job_id = a.job_id AND b.number = a.number + 1 AND b.rank = 0"
     " LEFT JOIN nodes bn ON bn.id = b.node_id LEFT JOIN pools bp ON bp.id = bn.pool_id"
     " WHERE (a.end_reason IN ('preempted', 'node_lost')"
     "   OR (a.end_reason = 'cancelled' AND a.idle_stopped_at IS NOT NULL))"

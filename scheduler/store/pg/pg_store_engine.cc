@@ -412,10 +412,30 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                  // simulator's uneven spread); a policy that ignored `nodes` starts nothing.
                  "   AND (j.nodes = 1 OR j.nodes = whole.parts)"
                  "   AND j.state = 'pending' RETURNING j.id, j.attempt_count, whole.reason),"
+                 // A gang's rendezvous port (decision 0032): per master node, the free
+                 // ports of 20000-29999 counted from a hash of its first new gang, the
+                 // n-th to its n-th new gang. Free: no live gang mastered there has it.
+                 " masters AS (SELECT a.job_id, a.node_id,"
+                 "   row_number() OVER m AS nth, first_value((upd.id * 1000003 +"
+                 "   upd.attempt_count) % 10000) OVER m AS start"
+                 "   FROM upd JOIN a ON a.job_id = upd.id WHERE a.rank = 0 AND a.parts > 1"
+                 "   WINDOW m AS (PARTITION BY a.node_id ORDER BY a.job_id)),"
+                 " used AS (SELECT x.node_id, x.master_port FROM attempts x WHERE x.node_id IN"
+                 "   (SELECT node_id FROM masters) AND x.ended_at IS NULL AND x.rank = 0"
+                 "   AND x.gang_size > 1 AND x.master_port IS NOT NULL),"
+                 " free AS (SELECT f.node_id, f.port, row_number() OVER (PARTITION BY f.node_id"
+                 "   ORDER BY f.k) AS nth FROM (SELECT m.node_id, k, 20000 + ((m.start + k)"
+                 "   % 10000)::int AS port FROM (SELECT DISTINCT node_id, start FROM masters"
+                 "   WHERE nth = 1) m, generate_series(0, 9999) k) f WHERE NOT EXISTS (SELECT 1"
+                 "   FROM used WHERE used.node_id = f.node_id AND used.master_port = f.port)),"
+                 " ports AS (SELECT masters.job_id, free.port FROM masters JOIN free ON"
+                 "   free.node_id = masters.node_id AND free.nth = masters.nth),"
                  " ins AS (INSERT INTO attempts (job_id, number, rank, gang_size, node_id, gpus,"
-                 "   lease_epoch, expected_cost_micros) SELECT upd.id, upd.attempt_count, a.rank,"
-                 "   a.parts, a.node_id, a.gpus, a.lease_epoch, greatest(a.expected, 0)"
-                 "   FROM upd JOIN a ON a.job_id = upd.id RETURNING job_id),"
+                 "   lease_epoch, expected_cost_micros, master_port) SELECT upd.id,"
+                 "   upd.attempt_count, a.rank, a.parts, a.node_id, a.gpus, a.lease_epoch,"
+                 "   greatest(a.expected, 0), ports.port"
+                 "   FROM upd JOIN a ON a.job_id = upd.id LEFT JOIN ports ON ports.job_id = upd.id"
+                 "   RETURNING job_id),"
                  " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                  "   SELECT id, 'state_changed', 'pending', 'running', reason FROM upd)"
                  " SELECT count(DISTINCT job_id) FROM ins",

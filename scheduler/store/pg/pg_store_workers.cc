@@ -92,16 +92,6 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
 // The `below_epoch` of a node whose every attempt is lost.
 constexpr const char* kAllEpochs = "9223372036854775807::bigint AS below_epoch";
 
-// The port rank 0 of a gang listens on for its rendezvous: the same for every part of an
-// attempt without a round trip, spread over 20000-29999 (below the usual ephemeral range)
-// so that two gangs whose masters share a node rarely meet. A clash fails that attempt's
-// rendezvous, which retries it as a failure.
-int GangPort(model::JobId job, int number) {
-  const std::uint64_t h =
-      static_cast<std::uint64_t>(job) * 1000003u + static_cast<unsigned>(number);
-  return 20000 + static_cast<int>(h % 10000);
-}
-
 // The fence check every attempt report starts with (protocol/worker_protocol.h): locks the
 // attempt and tells whether it is on the caller's node and current under this fence.
 struct Fenced {
@@ -544,7 +534,11 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                            " k.job_id = j.id), a.rank, a.gang_size,"
                            " (SELECT coalesce(nullif(n0.address, ''), n0.name) FROM"
                            " attempts a0 JOIN nodes n0 ON n0.id = a0.node_id WHERE a0.job_id ="
-                           " a.job_id AND a0.number = a.number AND a0.rank = 0)"
+                           " a.job_id AND a0.number = a.number AND a0.rank = 0),"
+                           // Set by ApplyPlan; the hash it replaced for a gang started by a
+                           // scheduler that predates migration 0026.
+                           " coalesce(a.master_port, 20000 + ((a.job_id * 1000003 + a.number)"
+                           " % 10000)::int)"
                            " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                            " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
                            " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"
@@ -571,7 +565,7 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
       o.gang_size = static_cast<int>(a.Int(i, after_job + 3));
       if (o.gang_size > 1) {
         o.master_addr = a.IsNull(i, after_job + 4) ? "" : a.Text(i, after_job + 4);
-        o.master_port = GangPort(o.job_id, o.number);
+        o.master_port = static_cast<int>(a.Int(i, after_job + 5));  // the same on every part
       }
       reply.assignments.push_back(std::move(o));
     }

@@ -4,6 +4,8 @@
 // part has ended.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "scheduler/policy/cost_policy.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"
@@ -103,6 +105,60 @@ TEST_F(GangStoreTest, AGangStartsOnDistinctNodesWithRanksAndOneMaster) {
   EXPECT_EQ(by_rank[0].master_addr, "10.0.0." + rank0_node.substr(1));
 }
 
+// Two live gangs whose masters share a node never share a rendezvous port: the port is
+// chosen when the gang starts, among those no live gang mastered there holds. (It was a
+// hash of the job and attempt: the port below, which the other gangs already hold.)
+TEST_F(GangStoreTest, GangsMasteredOnOneNodeNeverShareARendezvousPort) {
+  auto r1 = Register("n1", 8), r2 = Register("n2", 8);
+  model::JobId job = SubmitGang(2, 1);
+  const int hashed = 20000 + static_cast<int>((job * 1000003 + 1) % 10000);
+  // Gangs already live on both nodes, each master holding the port the hash gives `job`.
+  auto conn = PgConn::Connect(conninfo_);
+  for (const std::string node : {"n1", "n2"}) {
+    model::JobId other = SubmitGang(2, 1);
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string on = rank == 0 ? node : (node == "n1" ? "n2" : "n1");
+      ASSERT_TRUE((*conn)->Exec("live_part_" + node + std::to_string(rank),
+                                "INSERT INTO attempts (job_id, number, rank, gang_size, node_id,"
+                                " gpus, lease_epoch, master_port) VALUES ($1, 1, $2, 2, $3, 1,"
+                                " 1, $4)",
+                                {std::to_string(other), std::to_string(rank),
+                                 std::to_string(NodeIdOf(on)), std::to_string(hashed)})
+                      .ok());
+    }
+    ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'running', attempt_count = 1"
+                                    " WHERE id = " + std::to_string(other)).ok());
+  }
+  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  std::set<int> ports;
+  for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}})
+    for (auto& o : Beat(name, reg.lease_epoch).assignments)
+      if (o.job_id == job) ports.insert(o.master_port);
+  ASSERT_EQ(ports.size(), 1u) << "every part is told one port";
+  EXPECT_NE(*ports.begin(), hashed);
+  EXPECT_GE(*ports.begin(), 20000);
+  EXPECT_LT(*ports.begin(), 30000);
+
+  // Two new gangs started in one plan, both mastered on n3, get two ports.
+  auto r3 = Register("n3", 8), r4 = Register("n4", 8);
+  model::JobId g1 = SubmitGang(2, 1), g2 = SubmitGang(2, 1);
+  model::Plan both;
+  for (model::JobId g : {g1, g2})
+    for (model::NodeId n : {r3.node_id, r4.node_id})  // plan order: rank 0 on n3
+      both.assignments.push_back({g, n, 1, "placed", 0});
+  ASSERT_EQ(*store_->ApplyPlan(both), 2);
+  const std::string gangs = "(" + std::to_string(g1) + ", " + std::to_string(g2) + ")";
+  EXPECT_EQ(Count("SELECT count(DISTINCT node_id) FROM attempts WHERE rank = 0 AND job_id IN " +
+                  gangs),
+            1);
+  EXPECT_EQ(Count("SELECT count(DISTINCT master_port) FROM attempts WHERE job_id IN " + gangs),
+            2);
+  EXPECT_EQ(Count("SELECT count(*) FROM (SELECT node_id, master_port FROM attempts WHERE"
+                  " rank = 0 AND gang_size > 1 AND ended_at IS NULL GROUP BY 1, 2"
+                  " HAVING count(*) > 1) clash"),
+            0);
+}
+
 TEST_F(GangStoreTest, ALargerGangThanTheNodesWaitsAndNeverStartsInPart) {
   Register("n1");
   Register("n2");
@@ -153,6 +209,53 @@ TEST_F(GangStoreTest, APartThatFailsStopsItsPeersAndTheGangRetriesOnceAllHaveEnd
   EXPECT_EQ(d->job.state, model::JobState::kPending);
   EXPECT_NE(d->job.reason.find("exit 3"), std::string::npos) << d->job.reason;
   EXPECT_EQ(Count("SELECT failures FROM jobs WHERE id = " + std::to_string(job)), 1);
+  // The job's own failure wasted nothing of the capacity's: the peer it stopped included.
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed AND job_id = " +
+                  std::to_string(job)),
+            2);
+  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries WHERE kind = 'lost_work' AND job_id = " +
+                  std::to_string(job)),
+            0);
+}
+
+// The ledger's wasted work for a gang (decision 0032): rank 0's checkpoint holds every
+// rank's state, so when the gang is reclaimed each part loses what it did since that
+// checkpoint, rank 1's crash when its peer vanished included. The parts are billed once the
+// last has ended, when the gang's end is known.
+TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) {
+  auto r1 = Register("n1"), r2 = Register("n2");
+  model::JobId job = SubmitGang(2, 4);
+  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  std::map<int, std::pair<AttemptOrder, Registration>> by_rank;
+  for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}}) {
+    auto o = Beat(name, reg.lease_epoch).assignments.at(0);
+    Beat(name, reg.lease_epoch, {o.attempt_id});
+    by_rank[o.rank] = {o, reg};
+  }
+  auto& [o0, reg0] = by_rank[0];
+  auto& [o1, reg1] = by_rank[1];
+  CheckpointReport ck{o0.attempt_id, reg0.lease_epoch, 5, 0.5, "file:///ck/5", 10};
+  ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(o0.attempt_id)).ok());
+  // Rank 0's node is reclaimed: it stops on its own. Not billed while rank 1 runs.
+  ASSERT_TRUE(store_->FinishAttempt(o0.attempt_id, reg0.lease_epoch, Outcome::kPreempted,
+                                    std::nullopt, AuthOf(o0.attempt_id))
+                  .ok());
+  const std::string of_job = " AND job_id = " + std::to_string(job);
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed" + of_job), 0);
+  // Rank 1's program crashes when its peer goes.
+  ASSERT_TRUE(store_->FinishAttempt(o1.attempt_id, reg1.lease_epoch, Outcome::kFailed, 1,
+                                    AuthOf(o1.attempt_id))
+                  .ok());
+  EXPECT_EQ(State(job), model::JobState::kPending);
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed" + of_job), 2);
+  // One lost-work entry per part, each from the gang's checkpoint to the part's end.
+  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries l JOIN attempts a ON a.id ="
+                  " l.attempt_id WHERE l.kind = 'lost_work' AND l.ended_at = a.ended_at"
+                  " AND l.started_at = (SELECT max(created_at) FROM checkpoints WHERE"
+                  " job_id = a.job_id) AND l.started_at > a.started_at AND l.job_id = " +
+                  std::to_string(job)),
+            2);
+  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries WHERE kind = 'lost_work'" + of_job), 2);
 }
 
 TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
