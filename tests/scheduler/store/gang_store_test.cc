@@ -71,6 +71,27 @@ class GangStoreTest : public testing::StoreTest {
     auto conn = PgConn::Connect(conninfo_);
     return (*conn)->ExecScript(sql)->Int(0, 0);
   }
+  // The parts of the gang just started on n1 and n2 (registered as r1, r2), by rank, as
+  // their nodes' heartbeats deliver them; `ack`: their workers then report them running.
+  using ByRank = std::map<int, std::pair<AttemptOrder, Registration>>;
+  ByRank PartsOnTwoNodes(const Registration& r1, const Registration& r2, bool ack) {
+    ByRank by_rank;
+    for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}}) {
+      auto o = Beat(name, reg.lease_epoch).assignments.at(0);
+      if (ack) Beat(name, reg.lease_epoch, {o.attempt_id});
+      by_rank[o.rank] = {o, reg};
+    }
+    return by_rank;
+  }
+
+  // Of `job`: its billed attempts (parts), and its lost-work ledger entries.
+  std::int64_t Billed(model::JobId job) {
+    return Count("SELECT count(*) FROM attempts WHERE billed AND job_id = " + std::to_string(job));
+  }
+  std::int64_t LostEntries(model::JobId job) {
+    return Count("SELECT count(*) FROM ledger_entries WHERE kind = 'lost_work' AND job_id = " +
+                 std::to_string(job));
+  }
 };
 
 TEST_F(GangStoreTest, AGangStartsOnDistinctNodesWithRanksAndOneMaster) {
@@ -210,12 +231,8 @@ TEST_F(GangStoreTest, APartThatFailsStopsItsPeersAndTheGangRetriesOnceAllHaveEnd
   EXPECT_NE(d->job.reason.find("exit 3"), std::string::npos) << d->job.reason;
   EXPECT_EQ(Count("SELECT failures FROM jobs WHERE id = " + std::to_string(job)), 1);
   // The job's own failure wasted nothing of the capacity's: the peer it stopped included.
-  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed AND job_id = " +
-                  std::to_string(job)),
-            2);
-  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries WHERE kind = 'lost_work' AND job_id = " +
-                  std::to_string(job)),
-            0);
+  EXPECT_EQ(Billed(job), 2);
+  EXPECT_EQ(LostEntries(job), 0);
 }
 
 // The ledger's wasted work for a gang (decision 0032): rank 0's checkpoint holds every
@@ -226,12 +243,7 @@ TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) 
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
   ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
-  std::map<int, std::pair<AttemptOrder, Registration>> by_rank;
-  for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}}) {
-    auto o = Beat(name, reg.lease_epoch).assignments.at(0);
-    Beat(name, reg.lease_epoch, {o.attempt_id});
-    by_rank[o.rank] = {o, reg};
-  }
+  ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/true);
   auto& [o0, reg0] = by_rank[0];
   auto& [o1, reg1] = by_rank[1];
   CheckpointReport ck{o0.attempt_id, reg0.lease_epoch, 5, 0.5, "file:///ck/5", 10};
@@ -240,14 +252,13 @@ TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) 
   ASSERT_TRUE(store_->FinishAttempt(o0.attempt_id, reg0.lease_epoch, Outcome::kPreempted,
                                     std::nullopt, AuthOf(o0.attempt_id))
                   .ok());
-  const std::string of_job = " AND job_id = " + std::to_string(job);
-  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed" + of_job), 0);
+  EXPECT_EQ(Billed(job), 0);
   // Rank 1's program crashes when its peer goes.
   ASSERT_TRUE(store_->FinishAttempt(o1.attempt_id, reg1.lease_epoch, Outcome::kFailed, 1,
                                     AuthOf(o1.attempt_id))
                   .ok());
   EXPECT_EQ(State(job), model::JobState::kPending);
-  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed" + of_job), 2);
+  EXPECT_EQ(Billed(job), 2);
   // One lost-work entry per part, each from the gang's checkpoint to the part's end.
   EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries l JOIN attempts a ON a.id ="
                   " l.attempt_id WHERE l.kind = 'lost_work' AND l.ended_at = a.ended_at"
@@ -255,7 +266,7 @@ TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) 
                   " job_id = a.job_id) AND l.started_at > a.started_at AND l.job_id = " +
                   std::to_string(job)),
             2);
-  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries WHERE kind = 'lost_work'" + of_job), 2);
+  EXPECT_EQ(LostEntries(job), 2);
 }
 
 TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
@@ -286,11 +297,7 @@ TEST_F(GangStoreTest, EveryPartSucceedingSucceedsTheJobOnceAndOnlyRankZeroCheckp
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
   ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
-  std::map<int, std::pair<AttemptOrder, Registration>> by_rank;
-  for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}}) {
-    auto o = Beat(name, reg.lease_epoch).assignments.at(0);
-    by_rank[o.rank] = {o, reg};
-  }
+  ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/false);
   auto& [o0, reg0] = by_rank[0];
   auto& [o1, reg1] = by_rank[1];
   CheckpointReport from1{o1.attempt_id, reg1.lease_epoch, 5, 0.5, "file:///ck/5", 10};
@@ -314,9 +321,7 @@ TEST_F(GangStoreTest, EveryPartSucceedingSucceedsTheJobOnceAndOnlyRankZeroCheckp
                   std::to_string(job)),
             1);
   // Each part is billed for its own GPUs.
-  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE billed AND job_id = " +
-                  std::to_string(job)),
-            2);
+  EXPECT_EQ(Billed(job), 2);
 }
 
 TEST_F(GangStoreTest, TheDatabaseRefusesTwoLiveCopiesOfOneRank) {
