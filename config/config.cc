@@ -75,11 +75,13 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
   } else if (key == "max_pending_per_cycle") {
     ASSIGN_OR_RETURN(c.max_pending_per_cycle, ParseInt(key, v, 1, 1000000));
+  } else if (key == "max_pending_per_team") {
+    ASSIGN_OR_RETURN(c.max_pending_per_team, ParseInt(key, v, 1, 1000000));
   } else {
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
-                               "max_pending_per_cycle, lease_ttl, leader_lease_ttl, "
+                               "max_pending_per_cycle, max_pending_per_team, lease_ttl, leader_lease_ttl, "
                                "heartbeat_interval, availability_refit_interval, worker_bin, local_workers, "
                                "exec_pools)",
                            key);
@@ -117,7 +119,7 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
   }));
   const char* keys[] = {"database_url",          "listen",    "log_level",
                         "policy",                "cycle_interval", "db_pool_size",
-                        "max_pending_per_cycle", "lease_ttl", "heartbeat_interval",
+                        "max_pending_per_cycle", "max_pending_per_team", "lease_ttl", "heartbeat_interval",
                         "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl",
                         "availability_refit_interval"};
   for (const char* key : keys) {

@@ -31,6 +31,7 @@ struct SchedulerConfig {
   Seconds db_statement_timeout{30};
   Seconds db_lock_timeout{10};
   int max_pending_per_cycle = 10000;
+  int max_pending_per_team = 1000;  // decision 0035
   Seconds lease_ttl{15};          // a worker's lease; lost after this without a heartbeat
   Seconds heartbeat_interval{2};  // told to workers at registration
   // How often each spot pool's availability model is refitted from its node lives, in the

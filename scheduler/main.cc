@@ -148,7 +148,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
         "s): the leader renews its lease once a cycle"));
   }
   frugal::engine::Engine engine(store, **policy,
-                                {cfg.cycle_interval, cfg.max_pending_per_cycle,
+                                {cfg.cycle_interval, {cfg.max_pending_per_cycle, cfg.max_pending_per_team},
                                  providers.empty() ? nullptr : &providers,
                                  [&alerts] { alerts.Wake(); },
                                  std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -25,7 +25,7 @@ StatusOr<std::vector<policy::Quote>> Advisor::QuoteAll(const std::vector<model::
 }
 
 StatusOr<Why> Advisor::Explain(model::JobId job, int max_pending) const {
-  ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(max_pending));
+  ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot({max_pending, max_pending}));
   Why why;
   int rank = -1;
   for (const auto& p : snapshot.pending) {

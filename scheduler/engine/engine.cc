@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -20,6 +21,24 @@
 namespace frugal::engine {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// Leaves out the waits whose reason the job already has: most waiting jobs keep theirs from
+// one cycle to the next, and sending thousands of unchanged reasons for the store to compare
+// cost more than the rest of a busy cycle's writes (decision 0035).
+void DropUnchangedWaits(const model::Snapshot& snapshot, model::Plan& plan) {
+  if (plan.waits.empty()) return;
+  std::unordered_map<model::JobId, const std::string*> reasons;
+  reasons.reserve(snapshot.pending.size());
+  for (const auto& j : snapshot.pending) reasons.emplace(j.id, &j.reason);
+  std::erase_if(plan.waits, [&](const model::Wait& w) {
+    const auto it = reasons.find(w.job_id);
+    return it != reasons.end() && *it->second == w.reason;
+  });
+}
+
+}  // namespace
 
 class Engine::Impl {
  public:
@@ -192,7 +211,7 @@ class Engine::Impl {
                    JsonEscape(node.name), fmt::join(node.attempts, ","),
                    fmt::join(node.jobs, ","), node.attempts.size());
     }
-    ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.max_pending));
+    ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.pending));
     // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
     ASSIGN_OR_RETURN(int reclaimed, ReclaimIdleGpus(store_, snapshot));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
@@ -200,6 +219,7 @@ class Engine::Impl {
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
     // And hard budgets, pricing jobs with the policy's own knobs.
     policy::EnforceBudgets(snapshot, plan, policy_.config());
+    DropUnchangedWaits(snapshot, plan);
     ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
     // Committed: the nodes with new orders fetch them now rather than at their next beat.
     Dispatched(plan, reclaimed > 0);

@@ -24,7 +24,8 @@ namespace frugal::engine {
 
 struct EngineOptions {
   Seconds interval{2};
-  int max_pending = 10000;
+  // Which pending jobs a cycle reads (config max_pending_per_cycle, max_pending_per_team).
+  store::PendingWindow pending{};
   CapacityProvider* capacity = nullptr;  // optional; must outlive the engine
   std::function<void()> alerts_fired = nullptr;  // optional: wakes the alert dispatcher
   // The leader lease (config leader_lease_ttl). Longer than `interval` plus a cycle's

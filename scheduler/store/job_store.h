@@ -250,6 +250,13 @@ struct LeaderStatus {
   std::string lost_reason;  // set when this call ended a term this store held: why
 };
 
+// Which pending jobs a snapshot reads (JobStore::LoadSnapshot): each team's first `per_team`
+// in claim order, and of those the first `max_pending`. Both at least 1.
+struct PendingWindow {
+  int max_pending = 10000;
+  int per_team = 1000;
+};
+
 // The error of an engine write refused by the fence (FailedPrecondition "not the leader: ...").
 Status NotLeader(const std::string& why);
 bool IsNotLeader(const Status& st);
@@ -427,10 +434,13 @@ class JobStore {
   // check in their own transaction, first, that this store holds the current term and its
   // lease is unexpired (the row stays locked FOR SHARE until commit, so no takeover
   // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
-  // Pending jobs (at most `max_pending`, in claim order), active attempts (with their idle
-  // state and team idle policy), live nodes, pools, quotas, budgets, the idle settings, and
-  // the database's now().
-  virtual StatusOr<model::Snapshot> LoadSnapshot(int max_pending) = 0;
+  // Pending jobs, active attempts (with their idle state and team idle policy), live nodes,
+  // pools, quotas, budgets, the idle settings, and the database's now(). The pending jobs
+  // are each team's first `window.per_team` in claim order (priority, then id), and of
+  // those the first `window.max_pending` (decision 0035): a team with a deep queue cannot
+  // hide another team's jobs from the cycle, and a cycle reads hundreds of rows, not the
+  // whole queue.
+  virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
   // Applies the plan in one transaction. Assignments whose job is no longer pending are
   // skipped (the plan was made from an older snapshot); returns how many started.
   virtual StatusOr<int> ApplyPlan(const model::Plan& plan) = 0;

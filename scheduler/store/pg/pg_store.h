@@ -122,7 +122,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // This store's holder id in leader_lease: host, pid and 128 random bits, fixed for the
   // store's life (a restarted scheduler is a new holder).
   const std::string& instance_id() const { return instance_id_; }
-  StatusOr<model::Snapshot> LoadSnapshot(int max_pending) override;
+  StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) override;
   StatusOr<int> ApplyPlan(const model::Plan& plan) override;
   StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
   StatusOr<std::vector<Interruption>> RecentInterruptions(std::optional<model::TeamId> team,
@@ -171,7 +171,10 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // Fair share's input (decision 0028): each team's decayed GPU-hours of attempts that
   // ended up to `cut_us`, as they stood at `at_us` (database time). Retaken every
   // kFairShareRefresh; between, a snapshot adds only what ended after the cut.
+  // Fair share's usage of attempts that ended by `cut_us`, decayed to `at_us`; taken whole
+  // at `full_at_us`, with the attempts ended since folded in every few seconds.
   struct FairShareBase {
+    std::int64_t full_at_us = 0;
     std::int64_t at_us = 0;
     std::int64_t cut_us = 0;
     std::map<model::TeamId, double> hours;
@@ -215,9 +218,12 @@ std::optional<Timestamp> OptTime(const PgResult& r, int row, int col);
 std::string ToMicrosParam(Timestamp t);
 // A timestamptz parameter (RFC 3339 text, microseconds).
 std::string ToTimeParam(Timestamp t);
-// Writes the ledger entries of every ended, unbilled attempt. Call in the transaction
-// that ends attempts, so an attempt is never ended without its cost.
-StatusOr<int> BillEndedAttempts(PgConn& c);
+// Writes the ledger entries of these attempts, and of their gangs' other parts, where they
+// have ended and are not billed yet (a gang's parts once its last has ended). Call in the
+// transaction that ends attempts, with the attempts it ended, so an attempt is never ended
+// without its cost. By id, not "every unbilled attempt" (decision 0035): that read's cached
+// plan scanned every job once the queue grew, and every heartbeat ran it.
+StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attempts);
 // Every team's quota, by pool id, for the snapshot.
 StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
 // Every team's budget in the current period (spent and committed), for the snapshot.

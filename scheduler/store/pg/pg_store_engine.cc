@@ -10,7 +10,7 @@ namespace frugal::store {
 
 using nlohmann::json;
 
-StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
+StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
     // A fresh plan for each read (decision 0025): a generic plan cached while `jobs` was
@@ -41,21 +41,30 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
                " SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
                " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
                FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s,"
-               " (SELECT c.progress FROM checkpoints c WHERE c.job_id = j.id"
-               "   ORDER BY c.step DESC LIMIT 1),"
-               " (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM jobs d"
-               "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')),"
-               " (SELECT min(d.id) FROM jobs d WHERE d.id = ANY (j.depends_on)"
-               "   AND NOT d.id = ANY (j.depends_on_any)"
-               "   AND d.state IN ('failed', 'cancelled', 'timed_out')), j.nodes"
-               " FROM jobs j WHERE j.state = 'pending'"
-               " AND (j.not_before IS NULL OR j.not_before <= now())"
+               // The subqueries only where they can find something: most pending jobs never
+               // ran (no checkpoint) and depend on nothing, and a window is thousands of rows.
+               " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c"
+               "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END,"
+               " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE"
+               "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM jobs d"
+               "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running'))"
+               "   END,"
+               " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d"
+               "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)"
+               "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
+               // Each team's window, one probe of jobs_pending_by_team per team (decision
+               // 0035), so one team's deep queue does not hide the others'.
+               " FROM teams t CROSS JOIN LATERAL (SELECT * FROM jobs j"
+               "   WHERE j.team_id = t.id AND j.state = 'pending'"
+               "   AND (j.not_before IS NULL OR j.not_before <= now())"
                // A throttled array's tasks beyond its room (max_running less those running)
-               // are left out, so they take none of the snapshot's places (decision 0026).
-               " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
+               // are left out, so they take none of the window's places (decision 0026).
+               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
                "   OR j.id IN (SELECT id FROM allowed))"
+               "   ORDER BY j.priority_rank, j.id LIMIT $2) j"
                " ORDER BY j.priority_rank, j.id LIMIT $1",
-               {std::to_string(max_pending)}));
+               {std::to_string(std::max(1, window.max_pending)),
+                std::to_string(std::max(1, window.per_team))}));
     for (int i = 0; i < p.rows(); ++i) {
       model::PendingJob j;
       j.id = p.Int(i, 0);
@@ -161,13 +170,33 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(int max_pending) {
 namespace {
 
 // Fair share counts each attempt's GPU-hours halved every 7 days after it ended, over the
-// last 8 half-lives. The cached part is retaken this often; an attempt ending later than
-// the cut, or still running, is read by every snapshot (a few rows, through an index).
+// last 8 half-lives. The whole sum is retaken this often; an attempt ending later than the
+// cut, or still running, is read by every snapshot.
 constexpr std::int64_t kFairShareRefreshUs = 10LL * 60 * 1000000;
 // The cut trails the refresh: a transaction that set ended_at = now() before the cut but
 // commits after the refresh read is still counted by the per-snapshot read.
 constexpr std::int64_t kFairShareCutLagUs = 2LL * 60 * 1000000;
+// Between refreshes the attempts that ended since the cut are folded into the cached sum
+// this often, and the cut moves to this far behind now (decision 0035): a busy queue ends
+// hundreds of attempts a second, and reading ten minutes of them every cycle cost more than
+// the rest of the snapshot. An attempt whose ending commits more than the fold lag after it
+// began is missed until the next refresh (at most kFairShareRefreshUs).
+constexpr std::int64_t kFairShareFoldUs = 5LL * 1000000;
+constexpr std::int64_t kFairShareFoldLagUs = 10LL * 1000000;
 constexpr double kHalfLifeSeconds = 604800.0;
+
+// Attempts' decayed GPU-hours by team, as of now(), for those ended in ($1, $2] (µs). In
+// double precision: extract() is numeric, and numeric power() cost 5 µs a row.
+constexpr const char* kEndedUsage =
+    "SELECT j.team_id, sum(a.gpus * date_part('epoch', a.ended_at - a.started_at) / 3600.0"
+    " * power(0.5, date_part('epoch', now() - a.ended_at) / 604800.0))"
+    " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+    " WHERE a.ended_at > greatest(to_timestamp($1::bigint / 1e6), now() - interval '56 days')"
+    " AND a.ended_at <= to_timestamp($2::bigint / 1e6) GROUP BY j.team_id";
+
+double Decay(std::int64_t from_us, std::int64_t to_us) {
+  return std::pow(0.5, static_cast<double>(to_us - from_us) / 1e6 / kHalfLifeSeconds);
+}
 
 }  // namespace
 
@@ -177,33 +206,36 @@ StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(PgConn& c, std::int
     std::lock_guard<std::mutex> lock(fair_share_mu_);
     base = fair_share_;
   }
-  if (base.at_us == 0 || now_us - base.at_us > kFairShareRefreshUs || now_us < base.at_us) {
-    base = FairShareBase{now_us, now_us - kFairShareCutLagUs, {}};
-    ASSIGN_OR_RETURN(
-        auto u, c.Exec("fair_share_base",
-                       "SELECT j.team_id, sum(a.gpus * extract(epoch from (a.ended_at -"
-                       " a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
-                       " a.ended_at)) / 604800.0))"
-                       " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                       " WHERE a.ended_at > now() - interval '56 days'"
-                       " AND a.ended_at <= to_timestamp($1::bigint / 1e6) GROUP BY j.team_id",
-                       {std::to_string(base.cut_us)}));
-    for (int i = 0; i < u.rows(); ++i) base.hours[u.Int(i, 0)] = u.Double(i, 1);
+  const bool full = base.full_at_us == 0 || now_us - base.full_at_us > kFairShareRefreshUs ||
+                    now_us < base.at_us;
+  const std::int64_t fold_cut = now_us - kFairShareFoldLagUs;
+  if (full || (now_us - base.at_us > kFairShareFoldUs && fold_cut > base.cut_us)) {
+    FairShareBase next{full ? now_us : base.full_at_us, now_us,
+                       full ? now_us - kFairShareCutLagUs : fold_cut, {}};
+    // A refresh sums the last 8 half-lives; a fold, what ended since the last cut.
+    const std::int64_t from_us = full ? 0 : base.cut_us;
+    ASSIGN_OR_RETURN(auto u, c.Exec("fair_share_ended", kEndedUsage,
+                                    {std::to_string(from_us), std::to_string(next.cut_us)}));
+    if (!full) {
+      const double decay = Decay(base.at_us, now_us);
+      for (const auto& [team, hours] : base.hours) next.hours[team] = hours * decay;
+    }
+    for (int i = 0; i < u.rows(); ++i) next.hours[u.Int(i, 0)] += u.Double(i, 1);
+    base = std::move(next);
     std::lock_guard<std::mutex> lock(fair_share_mu_);
     fair_share_ = base;
   }
   ASSIGN_OR_RETURN(
       auto d, c.Exec("fair_share_recent",
-                     "SELECT j.team_id, sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
-                     " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from (now() -"
-                     " coalesce(a.ended_at, now()))) / 604800.0))"
+                     "SELECT j.team_id, sum(a.gpus * date_part('epoch', coalesce(a.ended_at,"
+                     " now()) - a.started_at) / 3600.0 * power(0.5, date_part('epoch', now() -"
+                     " coalesce(a.ended_at, now())) / 604800.0))"
                      " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                      " WHERE a.ended_at > to_timestamp($1::bigint / 1e6) OR a.ended_at IS NULL"
                      " GROUP BY j.team_id",
                      {std::to_string(base.cut_us)}));
   // Every term of the base decays by the same factor since it was taken.
-  const double decay =
-      std::pow(0.5, static_cast<double>(now_us - base.at_us) / 1e6 / kHalfLifeSeconds);
+  const double decay = Decay(base.at_us, now_us);
   std::map<model::TeamId, double> out;
   for (const auto& [team, hours] : base.hours) out[team] = hours * decay;
   for (int i = 0; i < d.rows(); ++i) out[d.Int(i, 0)] += d.Double(i, 1);

@@ -6,55 +6,79 @@ namespace frugal::store {
 
 namespace pg {
 
-StatusOr<int> BillEndedAttempts(PgConn& c) {
-  ASSIGN_OR_RETURN(
-      auto r,
-      c.Exec("bill_ended_attempts",
-             "WITH todo AS (SELECT a.id, a.job_id, j.team_id, n.pool_id, p.capacity_kind, a.gpus,"
-             "   a.started_at, a.ended_at, a.end_reason, p.price_micros_per_gpu_hour AS rate,"
-             "   coalesce((SELECT min(o.price_micros_per_gpu_hour) FROM pools o WHERE"
-             "     o.capacity_kind = 'on_demand' AND o.gpu_type = p.gpu_type),"
-             "     p.price_micros_per_gpu_hour) AS od_rate,"
-             // Lost work runs from the last checkpoint this attempt committed (or its start).
-             // A gang's checkpoints are rank 0's and hold every rank's state (decision
-             // 0032): each part loses what it did since the gang's last one.
-             "   least(a.ended_at, greatest(a.started_at, coalesce(CASE WHEN a.gang_size = 1"
-             "     THEN (SELECT max(k.created_at) FROM checkpoints k WHERE k.attempt_id = a.id)"
-             "     ELSE (SELECT max(k.created_at) FROM checkpoints k JOIN attempts g ON"
-             "     g.id = k.attempt_id WHERE g.job_id = a.job_id AND g.number = a.number) END,"
-             "     a.started_at))) AS lost_from,"
-             // Work is lost when the attempt was preempted or its node lost; for a gang, when
-             // the gang was (model::GangEnd): a node lost, or a part stopped for its own
-             // node's reason. A part stopped because a peer failed loses nothing: the
-             // failure is the job's own, not the capacity's.
-             "   CASE WHEN a.gang_size = 1 THEN a.end_reason IN ('preempted', 'node_lost')"
-             "     ELSE EXISTS (SELECT 1 FROM attempts g WHERE g.job_id = a.job_id AND"
-             "     g.number = a.number AND (g.end_reason = 'node_lost' OR (g.end_reason ="
-             "     'preempted' AND (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))))"
-             "     END AS lost,"
-             "   a.acked_at IS NOT NULL AS ran"
-             "   FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
-             "   JOIN pools p ON p.id = n.pool_id"
-             "   WHERE a.ended_at IS NOT NULL AND NOT a.billed"
-             // A gang's parts are billed once its last part has ended: only then is its end
-             // known. Until then reports count an ended part as running attempts are.
-             "   AND (a.gang_size = 1 OR NOT EXISTS (SELECT 1 FROM attempts g WHERE"
-             "     g.job_id = a.job_id AND g.number = a.number AND g.ended_at IS NULL))"
-             "   FOR UPDATE OF a),"
-             " marked AS (UPDATE attempts SET billed = true WHERE id IN (SELECT id FROM todo)),"
-             // An attempt no worker ever acknowledged never ran: it costs nothing and loses
-             // nothing (it is marked billed all the same, so it is settled once).
-             " entries AS (SELECT 'usage' AS kind, todo.*, started_at AS s FROM todo WHERE ran"
-             "   UNION ALL SELECT 'lost_work', todo.*, lost_from FROM todo"
-             "   WHERE ran AND lost AND lost_from < ended_at),"
-             " ins AS (INSERT INTO ledger_entries (kind, attempt_id, job_id, team_id, pool_id,"
-             "   capacity_kind, gpus, origin_at, started_at, ended_at, rate_micros_per_gpu_hour,"
-             "   on_demand_rate_micros_per_gpu_hour, amount_micros)"
-             "   SELECT kind, id, job_id, team_id, pool_id, capacity_kind, gpus, started_at, s,"
-             "   ended_at, rate, od_rate, frugal_cost_micros(gpus, rate, started_at, s, ended_at)"
-             "   FROM entries RETURNING 1)"
-             " SELECT count(*) FROM todo"));
+namespace {
+
+// Bills the ended, unbilled attempts that {WHICH} selects: a usage entry for each that ran,
+// and a lost-work entry for each whose work the capacity took.
+const std::string kBill =
+    "WITH todo AS (SELECT a.id, a.job_id, j.team_id, n.pool_id, p.capacity_kind, a.gpus,"
+    "   a.started_at, a.ended_at, a.end_reason, p.price_micros_per_gpu_hour AS rate,"
+    "   coalesce((SELECT min(o.price_micros_per_gpu_hour) FROM pools o WHERE"
+    "     o.capacity_kind = 'on_demand' AND o.gpu_type = p.gpu_type),"
+    "     p.price_micros_per_gpu_hour) AS od_rate,"
+    // Lost work runs from the last checkpoint this attempt committed (or its start).
+    // A gang's checkpoints are rank 0's and hold every rank's state (decision
+    // 0032): each part loses what it did since the gang's last one.
+    "   least(a.ended_at, greatest(a.started_at, coalesce(CASE WHEN a.gang_size = 1"
+    "     THEN (SELECT max(k.created_at) FROM checkpoints k WHERE k.attempt_id = a.id)"
+    "     ELSE (SELECT max(k.created_at) FROM checkpoints k JOIN attempts g ON"
+    "     g.id = k.attempt_id WHERE g.job_id = a.job_id AND g.number = a.number) END,"
+    "     a.started_at))) AS lost_from,"
+    // Work is lost when the attempt was preempted or its node lost; for a gang, when
+    // the gang was (model::GangEnd): a node lost, or a part stopped for its own
+    // node's reason. A part stopped because a peer failed loses nothing: the
+    // failure is the job's own, not the capacity's.
+    "   CASE WHEN a.gang_size = 1 THEN a.end_reason IN ('preempted', 'node_lost')"
+    "     ELSE EXISTS (SELECT 1 FROM attempts g WHERE g.job_id = a.job_id AND"
+    "     g.number = a.number AND (g.end_reason = 'node_lost' OR (g.end_reason ="
+    "     'preempted' AND (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))))"
+    "     END AS lost,"
+    "   a.acked_at IS NOT NULL AS ran"
+    "   FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
+    "   JOIN pools p ON p.id = n.pool_id"
+    "   WHERE {WHICH} AND a.ended_at IS NOT NULL AND NOT a.billed"
+    // A gang's parts are billed once its last part has ended: only then is its end
+    // known. Until then reports count an ended part as running attempts are.
+    "   AND (a.gang_size = 1 OR NOT EXISTS (SELECT 1 FROM attempts g WHERE"
+    "     g.job_id = a.job_id AND g.number = a.number AND g.ended_at IS NULL))"
+    "   FOR UPDATE OF a),"
+    " marked AS (UPDATE attempts SET billed = true WHERE id = ANY (ARRAY(SELECT id FROM todo))),"
+    // An attempt no worker ever acknowledged never ran: it costs nothing and loses
+    // nothing (it is marked billed all the same, so it is settled once).
+    " entries AS (SELECT 'usage' AS kind, todo.*, started_at AS s FROM todo WHERE ran"
+    "   UNION ALL SELECT 'lost_work', todo.*, lost_from FROM todo"
+    "   WHERE ran AND lost AND lost_from < ended_at),"
+    " ins AS (INSERT INTO ledger_entries (kind, attempt_id, job_id, team_id, pool_id,"
+    "   capacity_kind, gpus, origin_at, started_at, ended_at, rate_micros_per_gpu_hour,"
+    "   on_demand_rate_micros_per_gpu_hour, amount_micros)"
+    "   SELECT kind, id, job_id, team_id, pool_id, capacity_kind, gpus, started_at, s,"
+    "   ended_at, rate, od_rate, frugal_cost_micros(gpus, rate, started_at, s, ended_at)"
+    "   FROM entries RETURNING 1)"
+    " SELECT count(*) FROM todo";
+
+StatusOr<int> Bill(PgConn& c, const char* name, const std::string& which,
+                   const std::vector<PgParam>& params) {
+  std::string sql = kBill;
+  sql.replace(sql.find("{WHICH}"), 7, which);
+  ASSIGN_OR_RETURN(auto r, c.Exec(name, sql, params));
   return static_cast<int>(r.Int(0, 0));
+}
+
+}  // namespace
+
+StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attempts) {
+  if (attempts.empty()) return 0;
+  std::string ids = "{";
+  for (std::size_t i = 0; i < attempts.size(); ++i) {
+    ids += (i ? "," : "") + std::to_string(attempts[i]);
+  }
+  ids += "}";
+  // Each attempt and its gang's other parts, found through the primary key and the
+  // (job, number) key whatever the statistics say.
+  return Bill(c, "bill_attempts",
+              "a.id IN (SELECT g.id FROM attempts x JOIN attempts g ON g.job_id = x.job_id"
+              " AND g.number = x.number WHERE x.id = ANY ($1::bigint[]))",
+              {ids});
 }
 
 }  // namespace pg

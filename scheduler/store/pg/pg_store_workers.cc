@@ -34,6 +34,17 @@ constexpr const char* kEndLostAttempts =
 // The jobs whose attempts `ended` ended: "id,id,..." (empty: none), in id order.
 constexpr const char* kEndedJobs =
     "coalesce((SELECT string_agg(DISTINCT e.job_id::text, ',') FROM ended e), '')";
+// The attempts `ended` ended: "id,id,..." (empty: none).
+constexpr const char* kEndedAttempts =
+    "coalesce((SELECT string_agg(e.id::text, ',') FROM ended e), '')";
+
+std::vector<model::AttemptId> ParseIds(const std::string& ids) {
+  std::vector<model::AttemptId> out;
+  std::stringstream list(ids);
+  std::string id;
+  while (std::getline(list, id, ',')) out.push_back(std::stoll(id));
+  return out;
+}
 
 // Settles the jobs "id,id,..." in ascending id order: every transaction that locks several
 // jobs' rows (a sweep, a batch of finish reports) takes them in that one order, so two
@@ -52,10 +63,11 @@ Status SettleJobs(PgConn& c, const std::string& ids) {
 StatusOr<int> EndLostAttempts(PgConn& c, const std::string& name, const std::string& lost_cte,
                               const std::vector<PgParam>& params) {
   ASSIGN_OR_RETURN(auto r, c.Exec(name, "WITH " + lost_cte + "," + kEndLostAttempts +
-                                            " SELECT count(*), " + kEndedJobs + " FROM ended",
+                                            " SELECT count(*), " + kEndedJobs + ", " +
+                                            kEndedAttempts + " FROM ended",
                                   params));
   RETURN_IF_ERROR(SettleJobs(c, r.Text(0, 1)));
-  RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
+  RETURN_IF_ERROR(pg::BillAttempts(c, ParseIds(r.Text(0, 2))).status());
   return static_cast<int>(r.Int(0, 0));
 }
 
@@ -72,8 +84,8 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
                                             kEndedJobs + " FROM lost l ORDER BY l.name",
                                   params));
   if (r.rows() > 0) RETURN_IF_ERROR(SettleJobs(c, r.Text(0, 2)));
-  RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
   std::vector<LostNode> out;
+  std::vector<model::AttemptId> ended;
   for (int i = 0; i < r.rows(); ++i) {
     LostNode n;
     n.name = r.Text(i, 0);
@@ -84,8 +96,10 @@ StatusOr<std::vector<LostNode>> EndLostAttemptsByNode(PgConn& c, const std::stri
       n.attempts.push_back(std::stoll(pair.substr(0, colon)));
       n.jobs.push_back(std::stoll(pair.substr(colon + 1)));
     }
+    ended.insert(ended.end(), n.attempts.begin(), n.attempts.end());
     out.push_back(std::move(n));
   }
+  RETURN_IF_ERROR(pg::BillAttempts(c, ended).status());
   return out;
 }
 
@@ -615,7 +629,7 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
   return InTransaction<model::Job>(pool_, [&](PgConn& c) -> StatusOr<model::Job> {
     ASSIGN_OR_RETURN(std::string job_id,
                      FinishInTx(c, attempt, lease_epoch, outcome, exit_code, auth));
-    RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
+    RETURN_IF_ERROR(pg::BillAttempts(c, {attempt}).status());
     ASSIGN_OR_RETURN(auto job, c.Exec("job_by_id_plain",
                                       std::string("SELECT ") + pg::kJobColumns +
                                           " FROM jobs j JOIN teams t ON t.id = j.team_id"
@@ -632,6 +646,7 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
     Results out(reports.size());
     std::string ids;    // a bigint[] literal of the finished jobs
     std::string gangs;  // gangs whose part ended, settled after the loop
+    std::vector<model::AttemptId> ended;  // billed after the loop
     for (std::size_t i = 0; i < reports.size(); ++i) {
       const FinishReport& r = reports[i];
       const AttemptAuth auth{node.node_id, r.fence};
@@ -653,11 +668,12 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
       }
       RETURN_IF_ERROR(c.ExecScript("RELEASE SAVEPOINT finish_one").status());
       out[i].job_id = std::stoll(*job);
+      ended.push_back(r.attempt_id);
       ids += (ids.empty() ? "" : ",") + *job;
       if (!gang.empty()) gangs += (gangs.empty() ? "" : ",") + gang;
     }
     RETURN_IF_ERROR(SettleJobs(c, gangs));
-    RETURN_IF_ERROR(pg::BillEndedAttempts(c).status());
+    RETURN_IF_ERROR(pg::BillAttempts(c, ended).status());
     if (ids.empty()) return out;
     ASSIGN_OR_RETURN(auto states, c.Exec("finish_batch_states",
                                          "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",

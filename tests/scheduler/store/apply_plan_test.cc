@@ -38,7 +38,7 @@ class ApplyPlanTest : public testing::StoreTest {
 TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
   AddNode("n1", 8);
   model::JobId a = Submit(4), b = Submit(4), c = Submit(4);
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->pending.size(), 3u);
   EXPECT_EQ(snap->nodes.size(), 1u);
@@ -59,7 +59,7 @@ TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
   EXPECT_EQ(dc->job.reason, "waiting: all 1 fitting node(s) are busy");
 
   // The next snapshot sees the 8 GPUs in use.
-  auto next = store_->LoadSnapshot(100);
+  auto next = store_->LoadSnapshot({100, 100});
   EXPECT_EQ(next->running.size(), 2u);
   EXPECT_EQ(next->pending.size(), 1u);
 }
@@ -67,7 +67,7 @@ TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
 TEST_F(ApplyPlanTest, AStalePlanStartsNothingTwice) {
   AddNode("n1", 8);
   Submit(2);
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   auto plan = policy::FifoPolicy().Decide(*snap);
   EXPECT_EQ(*store_->ApplyPlan(plan), 1);
   // Applying the same plan again (e.g. a second scheduler with an old snapshot).
@@ -95,7 +95,7 @@ TEST_F(ApplyPlanTest, DatabaseRefusesASecondActiveAttempt) {
 TEST_F(ApplyPlanTest, ExpiredNodesAreNotInTheSnapshot) {
   model::Node n = testing::A100Node("gone", 8);
   ASSERT_TRUE(store_->RegisterWorker(n, "a100-spot", Seconds(0), std::nullopt).ok());
-  EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
+  EXPECT_TRUE(store_->LoadSnapshot({10, 10})->nodes.empty());
   EXPECT_EQ(store_->RegisterWorker(n, "no-such-pool", Seconds(60), std::nullopt).status().field(), "pool");
 }
 
@@ -112,14 +112,14 @@ TEST_F(ApplyPlanTest, FailedDependencyHoldsTheDependentAndAfterAnyStillRuns) {
   auto stored = store_->GetJob(sweeper, std::nullopt);
   EXPECT_TRUE(stored->job.spec.after.empty());
   EXPECT_EQ(stored->job.spec.after_any, std::vector<model::JobId>{parent});
-  auto snap = store_->LoadSnapshot(10);
+  auto snap = store_->LoadSnapshot({10, 10});
   // The child waits for its parent.
   auto plan = policy::FifoPolicy().Decide(*snap);
   ASSERT_TRUE(store_->ApplyPlan(plan).ok());
   EXPECT_EQ(store_->GetJob(child, std::nullopt)->job.reason,
             "waiting: for dependencies " + std::to_string(parent) + " to succeed");
   ASSERT_TRUE(store_->CancelJob(parent, std::nullopt, "admin").ok());
-  plan = policy::FifoPolicy().Decide(*store_->LoadSnapshot(10));
+  plan = policy::FifoPolicy().Decide(*store_->LoadSnapshot({10, 10}));
   ASSERT_TRUE(store_->ApplyPlan(plan).ok());
   // Held, with the reason, not ended: the owner decides.
   auto held = store_->GetJob(child, std::nullopt);

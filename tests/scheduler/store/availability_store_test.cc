@@ -123,7 +123,7 @@ TEST_F(AvailabilityStoreTest, RefitCountsSpellsOfNodeLivesWithNoticesAndGaps) {
   EXPECT_TRUE(p.availability_now.up);
   EXPECT_NEAR(static_cast<double>(p.availability_now.spell_seconds), 720, 5);
   // The cycle's snapshot carries the same.
-  auto snap = store_->LoadSnapshot(10);
+  auto snap = store_->LoadSnapshot({10, 10});
   ASSERT_TRUE(snap.ok());
   ASSERT_NE(snap->pools[0].availability, nullptr);
   EXPECT_DOUBLE_EQ(snap->pools[0].availability->ObservedTicks(), 40);

@@ -53,7 +53,7 @@ class BudgetStoreTest : public testing::StoreTest {
 
   // One cycle as the engine runs it.
   void Cycle() {
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(snap.ok()) << snap.status().ToString();
     model::Plan plan = policy::CostPolicy().Decide(*snap);
     policy::EnforceQuotas(*snap, plan);

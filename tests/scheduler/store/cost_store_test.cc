@@ -3,6 +3,9 @@
 // learned spot preemption rates, scheduler stops, and assignments that skip draining nodes.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -46,7 +49,7 @@ class CostStoreTest : public testing::StoreTest {
   }
 
   model::Snapshot Snap() {
-    auto s = store_->LoadSnapshot(100);
+    auto s = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? *s : model::Snapshot{};
   }
@@ -147,7 +150,7 @@ TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
   // which a real attempt's end never is.)
   PgStore fresh(conninfo_, 2);
   auto snap = [&] {
-    auto s = fresh.LoadSnapshot(100);
+    auto s = fresh.LoadSnapshot({100, 100});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? s->team_usage[admin_.team_id].gpu_hours : -1.0;
   };
@@ -162,6 +165,14 @@ TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
   const double second = snap();
   EXPECT_NEAR(second, full(), 1e-3);
   EXPECT_GT(second, first + 2.5);  // the last attempt now counts 4 h, not 1 h
+  // Five seconds on, a snapshot folds what ended more than ten seconds ago into the cached
+  // total (decision 0035) and reads only the rest: the sum is still the definition's, and
+  // the folded attempt is counted once, by this snapshot and the next.
+  Sql("UPDATE attempts SET ended_at = now() - interval '30 seconds', started_at = now() -"
+      " interval '4 hours 30 seconds' WHERE id = (SELECT max(id) FROM attempts)");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5200));
+  EXPECT_NEAR(snap(), full(), 1e-3);
+  EXPECT_NEAR(snap(), full(), 1e-3);
 }
 
 TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {

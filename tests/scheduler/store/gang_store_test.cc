@@ -45,7 +45,7 @@ class GangStoreTest : public testing::StoreTest {
   }
 
   model::Plan Decide() {
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(snap.ok()) << snap.status().ToString();
     policy::PolicyConfig config;
     config.multi_node_gangs = true;     // as production runs: only jobs that ask for nodes

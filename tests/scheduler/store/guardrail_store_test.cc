@@ -32,7 +32,7 @@ class GuardrailStoreTest : public testing::StoreTest {
     SubmitRequest r;
     r.spec.command = {"train"};
     auto job = store_->Submit(admin_, r)->job.id;
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
     auto reply = Beat({});
     EXPECT_EQ(reply.assignments.size(), 1u);
@@ -65,7 +65,7 @@ class GuardrailStoreTest : public testing::StoreTest {
 
   // The idle attempts as the engine's reclaimer sees them: those of a cycle's snapshot.
   StatusOr<model::IdleBatch> LoadIdleAttempts() {
-    ASSIGN_OR_RETURN(auto snap, store_->LoadSnapshot(100));
+    ASSIGN_OR_RETURN(auto snap, store_->LoadSnapshot({100, 100}));
     return policy::IdleBatchOf(snap);
   }
 
@@ -167,7 +167,7 @@ TEST_F(GuardrailStoreTest, SettingsAndTeamIdlePolicyRoundTrip) {
 // guardrails, and given to each running attempt in the snapshot by its job's class.
 TEST_F(GuardrailStoreTest, ProtectionWindowComesWithTheJobsClass) {
   Running();  // a "normal" job, before any class setting
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok());
   ASSERT_EQ(snap->running.size(), 1u);
   EXPECT_FALSE(snap->running[0].min_run_time.has_value()) << "unset: the policy's default";
@@ -179,7 +179,7 @@ TEST_F(GuardrailStoreTest, ProtectionWindowComesWithTheJobsClass) {
   EXPECT_EQ(back->runtimes.at("normal").min_run_time, Seconds(120));
   EXPECT_EQ(back->runtimes.at("low").min_run_time, Seconds(0));
   EXPECT_FALSE(back->runtimes.at("low").default_max_runtime.has_value());
-  snap = store_->LoadSnapshot(100);
+  snap = store_->LoadSnapshot({100, 100});
   ASSERT_EQ(snap->running.size(), 1u);
   EXPECT_EQ(snap->running[0].min_run_time, Seconds(120));
 }
@@ -194,7 +194,7 @@ TEST_F(GuardrailStoreTest, HeldForApprovalUntilApprovedAndCancelStillWorks) {
   EXPECT_EQ(held->job.state, model::JobState::kHeld);
   EXPECT_EQ(held->job.reason, *r.approval_reason);
   // a. Cycles never place it: the snapshot has no pending job.
-  EXPECT_TRUE(store_->LoadSnapshot(100)->pending.empty());
+  EXPECT_TRUE(store_->LoadSnapshot({100, 100})->pending.empty());
   // b. Approve releases it to pending, once.
   auto approved = store_->ApproveJob(held->job.id, "admin");
   ASSERT_TRUE(approved.ok()) << approved.status().ToString();
@@ -276,7 +276,7 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   running_.clear();
   // b. Placed again, it resumes and idles again: the snapshot carries the count, and the
   //    guardrail stops it instead of requeueing it every window.
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
   auto placed = Beat({});
   ASSERT_EQ(placed.assignments.size(), 1u);
@@ -318,7 +318,7 @@ TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
   Beat({{{"attempt_id", attempt}, {"utilization", 0}}});
   Age(attempt, 1801);
   // a. The cycle's snapshot carries what the reclaimer needs; it orders one requeue.
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   ASSERT_EQ(snap->running.size(), 1u);
   EXPECT_FALSE(snap->running[0].stopping);
@@ -328,7 +328,7 @@ TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
   EXPECT_EQ(Events(job, "idle_warning"), 1);
   // b. The snapshot now shows what a fresh one does: warned and stopping, so Decide
   // does not plan around GPUs being given back.
-  auto fresh = store_->LoadSnapshot(100);
+  auto fresh = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(fresh.ok());
   ASSERT_EQ(fresh->running.size(), 1u);
   EXPECT_TRUE(fresh->running[0].stopping);

@@ -67,7 +67,7 @@ class LedgerTest : public testing::StoreTest {
   // One fifo cycle; returns the active attempt of `job`, acknowledged as a worker's
   // heartbeat would (an attempt no worker acknowledged is never billed).
   model::AttemptId Place(model::JobId job) {
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(snap.ok());
     EXPECT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
     auto d = store_->GetJob(job, std::nullopt);
@@ -183,10 +183,10 @@ TEST_F(LedgerTest, RandomRunsWithPreemptionsReconcileAndReportsAddUp) {
   std::vector<model::JobId> jobs;
   for (int round = 0; round < 30; ++round) {
     jobs.push_back(Submit(1 + static_cast<int>(rng() % 4)));
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
     // End a random active attempt with a random outcome.
-    auto running = store_->LoadSnapshot(100)->running;
+    auto running = store_->LoadSnapshot({100, 100})->running;
     if (running.empty()) continue;
     const auto& r = running[rng() % running.size()];
     Sql("UPDATE attempts SET started_at = started_at - interval '" +

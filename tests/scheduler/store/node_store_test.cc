@@ -34,7 +34,7 @@ class NodeStoreTest : public testing::StoreTest {
   // One scheduling cycle with the fifo policy: first live node that fits.
   void Cycle() {
     ASSERT_TRUE(store_->SweepLostNodes().ok());
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(snap.ok());
     ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
   }
@@ -96,7 +96,7 @@ TEST_F(NodeStoreTest, DrainedNodeTakesNoNewWorkWhileItsAttemptsRunAndUndrainRest
   Cycle();
   EXPECT_EQ(State(second), model::JobState::kPending);
   EXPECT_EQ(State(first), model::JobState::kRunning);
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok());
   EXPECT_TRUE(snap->nodes.empty());
   EXPECT_EQ(snap->running.size(), 1u);
@@ -111,7 +111,7 @@ TEST_F(NodeStoreTest, AnAssignmentPlannedBeforeTheDrainIsNotApplied) {
   Register("n1");
   Submit();
   // The plan is made on a snapshot from before the drain; ApplyPlan checks the node again.
-  auto snap = store_->LoadSnapshot(100);
+  auto snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok());
   const model::Plan plan = policy::FifoPolicy().Decide(*snap);
   ASSERT_EQ(plan.assignments.size(), 1u);

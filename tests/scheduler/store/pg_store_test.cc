@@ -257,7 +257,7 @@ TEST_F(PgStoreTest, SnapshotHoldsOnlyAThrottledArraysRoom) {
   ASSERT_TRUE(plain.ok());
   auto pending_ids = [&] {
     std::vector<model::JobId> ids;
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(snap.ok()) << snap.status().ToString();
     for (const auto& p : snap->pending) ids.push_back(p.id);
     return ids;
@@ -275,6 +275,32 @@ TEST_F(PgStoreTest, SnapshotHoldsOnlyAThrottledArraysRoom) {
   ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'running' WHERE id = " +
                                   std::to_string(first + 1)).ok());
   EXPECT_EQ(pending_ids(), (std::vector<model::JobId>{plain->job.id}));
+}
+
+// The snapshot's window is per team (decision 0035): a team that queued first and deep
+// does not hide a later team's jobs, and the window keeps claim order (priority, then id).
+TEST_F(PgStoreTest, SnapshotReadsEachTeamsHeadOfQueue) {
+  Principal alice = Researcher("vision", "alice");
+  Principal bob = Researcher("speech", "bob");
+  std::vector<model::JobId> vision, speech;
+  for (int i = 0; i < 5; ++i) vision.push_back(store_->Submit(alice, Req("v" + std::to_string(i)))->job.id);
+  SubmitRequest urgent = Req("v-urgent");
+  urgent.spec.priority = "high";
+  const model::JobId high = store_->Submit(alice, urgent)->job.id;
+  for (int i = 0; i < 3; ++i) speech.push_back(store_->Submit(bob, Req("s" + std::to_string(i)))->job.id);
+  auto pending_ids = [&](PendingWindow w) {
+    std::vector<model::JobId> ids;
+    auto snap = store_->LoadSnapshot(w);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    for (const auto& p : snap->pending) ids.push_back(p.id);
+    return ids;
+  };
+  // Two of each team's: vision's high-priority job first, then by submission.
+  EXPECT_EQ(pending_ids({100, 2}),
+            (std::vector<model::JobId>{high, vision[0], speech[0], speech[1]}));
+  // The whole window is cut in the same order.
+  EXPECT_EQ(pending_ids({3, 2}), (std::vector<model::JobId>{high, vision[0], speech[0]}));
+  EXPECT_EQ(pending_ids({100, 100}).size(), 9u);
 }
 
 TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {

@@ -36,7 +36,7 @@ TEST_F(QuotaStoreTest, SetReplacesAndGetReadsBack) {
   EXPECT_EQ(saved->by_kind.at(model::CapacityKind::kOnDemand), 16);
   EXPECT_EQ(saved->by_pool.at("od"), 8);
   // The snapshot carries it by team and pool id.
-  auto snap = store_->LoadSnapshot(10);
+  auto snap = store_->LoadSnapshot({10, 10});
   ASSERT_TRUE(snap.ok());
   ASSERT_EQ(snap->quotas.size(), 1u);
   EXPECT_EQ(snap->quotas.begin()->second.by_kind.at(model::CapacityKind::kSpot), 64);
@@ -97,7 +97,7 @@ TEST_F(QuotaStoreTest, RandomSubmissionsNeverTakeATeamOverItsQuota) {
       r.spec.estimate = Seconds(600);
       ASSERT_TRUE(store_->Submit(teams[rng() % teams.size()], r).ok());
     }
-    auto snap = store_->LoadSnapshot(1000);
+    auto snap = store_->LoadSnapshot({1000, 1000});
     ASSERT_TRUE(snap.ok());
     model::Plan plan = policy.Decide(*snap);
     policy::EnforceQuotas(*snap, plan);

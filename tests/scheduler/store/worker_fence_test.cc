@@ -40,7 +40,7 @@ class WorkerFenceTest : public testing::StoreTest {
 
   void Cycle() {
     ASSERT_TRUE(store_->SweepLostNodes().ok());
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(snap.ok());
     ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
   }
@@ -172,7 +172,7 @@ TEST_F(WorkerFenceTest, ReRegistrationsRacingAssignmentsLeaveNoStuckJobs) {
     Submit();
     // The snapshot and the apply are apart, as in the engine; registrations land between.
     ASSERT_TRUE(store_->SweepLostNodes().ok());
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(snap.ok());
     std::this_thread::yield();
     ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());

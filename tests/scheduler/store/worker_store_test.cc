@@ -37,7 +37,7 @@ class WorkerStoreTest : public testing::StoreTest {
   // One scheduling cycle with the fifo policy.
   void Cycle() {
     ASSERT_TRUE(store_->SweepLostNodes().ok());
-    auto snap = store_->LoadSnapshot(100);
+    auto snap = store_->LoadSnapshot({100, 100});
     ASSERT_TRUE(snap.ok());
     ASSERT_TRUE(store_->ApplyPlan(policy::FifoPolicy().Decide(*snap)).ok());
   }
@@ -208,7 +208,7 @@ TEST_F(WorkerStoreTest, NoticeDrainsTheNodeAndCancelBecomesAStopOrder) {
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
   Submit();
   Cycle();
-  EXPECT_TRUE(store_->LoadSnapshot(10)->nodes.empty());
+  EXPECT_TRUE(store_->LoadSnapshot({10, 10})->nodes.empty());
 }
 
 TEST_F(WorkerStoreTest, LogsAreKeptUpToTheCap) {
