@@ -331,7 +331,9 @@ void Agent::HandleReply(const json& reply) {
   }
   if (auto orders = reply.find("assignments"); orders != reply.end() && orders->is_array()) {
     // One scan of /proc for the uids of all of them (a sweep's burst of assignments).
-    if (job_users_.per_attempt() && !orders->empty()) busy_uids_ = UidsWithProcesses();
+    if (job_users_.per_attempt() && runner_.RunsProcesses() && !orders->empty()) {
+      busy_uids_ = UidsWithProcesses();
+    }
     for (const auto& o : *orders) HandleAssignment(o);
     busy_uids_.reset();
   }

@@ -136,7 +136,10 @@ void Agent::Start(const StartOrder& order, std::vector<int> gpu_indices) {
   fresh.started_at = clock_.Now();
   fresh.lease_epoch = lease_epoch_;
   fresh.secret = NewSecretHex();
-  auto identity = job_users_.Acquire(busy_uids_ ? &*busy_uids_ : nullptr);
+  // Nothing runs under --noop: no uid to take, no directories to make (decision 0035).
+  const bool runs = runner_.RunsProcesses();
+  auto identity = runs ? job_users_.Acquire(busy_uids_ ? &*busy_uids_ : nullptr)
+                       : StatusOr<std::optional<JobIdentity>>(std::nullopt);
   if (identity.ok()) fresh.identity = *identity;
   Attempt& a = Track(std::move(fresh));
   const std::string checkpoint_dir = FrugalEnv(a).at("FRUGAL_CHECKPOINT_DIR");
@@ -151,9 +154,9 @@ void Agent::Start(const StartOrder& order, std::vector<int> gpu_indices) {
   std::error_code ec;
   if (!identity.ok()) {
     pid = identity.status();
-  } else if (Status st = PrepareDirs(a, checkpoint_dir); !st.ok()) {
+  } else if (Status st = runs ? PrepareDirs(a, checkpoint_dir) : Status::Ok(); !st.ok()) {
     pid = st;
-  } else if (!fs::is_directory(cwd, ec)) {
+  } else if (runs && !fs::is_directory(cwd, ec)) {
     pid = NotFound("working directory " + cwd + " does not exist on " + options_.node);
   } else {
     // HOME and TMPDIR first, so a job's own env may set others.

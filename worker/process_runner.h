@@ -59,6 +59,11 @@ class ProcessRunner {
   // left running in its group and collects the leader's status. Never blocks. After a
   // result with running == false, `pid` must not be passed to any method again.
   virtual ReapResult Reap(pid_t pid) = 0;
+
+  // Whether Start runs anything. A runner that runs nothing (--noop) needs no job uid, no
+  // job directories and no sweep of the uid's processes: the agent skips them, and keeps
+  // the rest of the protocol (state files, reports) as for a real job.
+  virtual bool RunsProcesses() const { return true; }
 };
 
 class PosixProcessRunner final : public ProcessRunner {
@@ -79,6 +84,7 @@ class NoopProcessRunner final : public ProcessRunner {
   StatusOr<pid_t> Start(const SpawnSpec& spec) override;
   void SignalGroup(pid_t pgid, int signal) override;
   ReapResult Reap(pid_t pid) override;
+  bool RunsProcesses() const override { return false; }
 
  private:
   std::function<void()> on_exit_;

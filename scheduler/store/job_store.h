@@ -250,8 +250,9 @@ struct LeaderStatus {
   std::string lost_reason;  // set when this call ended a term this store held: why
 };
 
-// Which pending jobs a snapshot reads (JobStore::LoadSnapshot): each team's first `per_team`
-// in claim order, and of those the first `max_pending`. Both at least 1.
+// Which pending jobs a snapshot reads (JobStore::LoadSnapshot): per team, its first
+// `per_team` that may start and its first `per_team` waiting on a dependency; of all those,
+// `max_pending`. Both at least 1.
 struct PendingWindow {
   int max_pending = 10000;
   int per_team = 1000;
@@ -436,10 +437,11 @@ class JobStore {
   // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
   // Pending jobs, active attempts (with their idle state and team idle policy), live nodes,
   // pools, quotas, budgets, the idle settings, and the database's now(). The pending jobs
-  // are each team's first `window.per_team` in claim order (priority, then id), and of
-  // those the first `window.max_pending` (decision 0035): a team with a deep queue cannot
-  // hide another team's jobs from the cycle, and a cycle reads hundreds of rows, not the
-  // whole queue.
+  // are each team's first `window.per_team` in claim order (priority, then id) that may
+  // start, and its first `window.per_team` that wait on an open dependency; of those the
+  // first `window.max_pending`, every team's first before any team's second, returned in
+  // claim order (decision 0035). A team with a deep queue cannot hide another team's jobs
+  // from the cycle, and a cycle reads hundreds of rows, not the whole queue.
   virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
   // Applies the plan in one transaction. Assignments whose job is no longer pending are
   // skipped (the plan was made from an older snapshot); returns how many started.

@@ -116,6 +116,12 @@ TEST_F(DispatchE2eTest, NoopWorkerReportsSuccessWithoutRunningAnything) {
         << "job " << id << " is " << State(id) << "\n" << w->process().Stderr();
   }
   EXPECT_FALSE(std::filesystem::exists(marker)) << "--noop ran a command";
+  // Nor did it make what a job would run in: no uid taken, no checkpoint directory (a real
+  // job's is made before it starts; decision 0035).
+  for (const auto id : {a, b}) {
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/checkpoints/" + std::to_string(id)))
+        << "job " << id;
+  }
 }
 
 TEST_F(DispatchE2eTest, WaitAnswersOnlyItsOwnNodeAndWakesOnAssignment) {

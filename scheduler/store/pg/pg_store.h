@@ -179,7 +179,9 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
     std::int64_t cut_us = 0;
     std::map<model::TeamId, double> hours;
   };
-  StatusOr<std::map<model::TeamId, double>> TeamUsage(PgConn& c, std::int64_t now_us);
+  // `open_since_us`: when the oldest other transaction open at the snapshot began.
+  StatusOr<std::map<model::TeamId, double>> TeamUsage(PgConn& c, std::int64_t now_us,
+                                                      std::optional<std::int64_t> open_since_us);
 
   PgPool pool_;
   pg::AvailabilityCache availability_cache_;  // thread-safe itself

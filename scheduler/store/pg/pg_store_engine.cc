@@ -10,6 +10,17 @@ namespace frugal::store {
 
 using nlohmann::json;
 
+namespace {
+
+// A JSON array column as a vector; most are empty, and a window is a thousand rows.
+template <typename T>
+std::vector<T> JsonList(const std::string& text) {
+  if (text == "[]") return {};
+  return json::parse(text).get<std::vector<T>>();
+}
+
+}  // namespace
+
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
@@ -23,7 +34,12 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
     ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle",
                                       "SELECT " FRUGAL_US("now()") ", (SELECT"
                                       " idle_threshold_percent FROM guardrail_settings), (SELECT"
-                                      " idle_window_s FROM guardrail_settings)"));
+                                      " idle_window_s FROM guardrail_settings),"
+                                      // In the statement that takes the snapshot: the
+                                      // oldest transaction open, for fair share's fold.
+                                      " (SELECT " FRUGAL_US("min(xact_start)") " FROM"
+                                      " pg_stat_activity WHERE datname = current_database()"
+                                      " AND pid <> pg_backend_pid())"));
     s.now = pg::FromMicros(now.Int(0, 0));
     if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
     if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
@@ -37,7 +53,36 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
                "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
                "   AND (p.not_before IS NULL OR p.not_before <= now())"
-               "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t)"
+               "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t),"
+               // Each team's window (decision 0035), one probe per team and part: its first
+               // jobs that may start (no dependency still open), through
+               // jobs_pending_by_team, and beside them its first jobs that wait on one,
+               // through jobs_pending_with_deps, so their reasons stay current without a
+               // pipeline's waiting tail taking the places of what could run. The cut across
+               // teams takes each team's first, then each team's second, and so on, so one
+               // team's deep queue never hides another's.
+               " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL ("
+               "   (SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"
+               "   FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"
+               "   AND (j.not_before IS NULL OR j.not_before <= now())"
+               // A throttled array's tasks beyond its room (max_running less those running)
+               // are left out, so they take none of the window's places (decision 0026).
+               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
+               "   OR j.id IN (SELECT id FROM allowed))"
+               "   AND (cardinality(j.depends_on) = 0 OR NOT EXISTS (SELECT 1 FROM jobs d"
+               "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')))"
+               "   ORDER BY j.priority_rank, j.id LIMIT $2)"
+               "   UNION ALL"
+               "   (SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"
+               "   FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"
+               "   AND cardinality(j.depends_on) > 0"
+               "   AND (j.not_before IS NULL OR j.not_before <= now())"
+               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
+               "   OR j.id IN (SELECT id FROM allowed))"
+               "   AND EXISTS (SELECT 1 FROM jobs d WHERE d.id = ANY (j.depends_on)"
+               "   AND d.state IN ('pending', 'held', 'running'))"
+               "   ORDER BY j.priority_rank, j.id LIMIT $2)) j"
+               "   ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1)"
                " SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
                " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
                FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s,"
@@ -52,17 +97,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d"
                "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)"
                "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
-               // Each team's window, one probe of jobs_pending_by_team per team (decision
-               // 0035), so one team's deep queue does not hide the others'.
-               " FROM teams t CROSS JOIN LATERAL (SELECT * FROM jobs j"
-               "   WHERE j.team_id = t.id AND j.state = 'pending'"
-               "   AND (j.not_before IS NULL OR j.not_before <= now())"
-               // A throttled array's tasks beyond its room (max_running less those running)
-               // are left out, so they take none of the window's places (decision 0026).
-               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
-               "   OR j.id IN (SELECT id FROM allowed))"
-               "   ORDER BY j.priority_rank, j.id LIMIT $2) j"
-               " ORDER BY j.priority_rank, j.id LIMIT $1",
+               " FROM teamed j ORDER BY j.priority_rank, j.id",
                {std::to_string(std::max(1, window.max_pending)),
                 std::to_string(std::max(1, window.per_team))}));
     for (int i = 0; i < p.rows(); ++i) {
@@ -70,7 +105,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
       j.id = p.Int(i, 0);
       j.team_id = p.Int(i, 1);
       j.gpus = static_cast<int>(p.Int(i, 2));
-      j.gpu_types = json::parse(p.Text(i, 3)).get<std::vector<std::string>>();
+      j.gpu_types = JsonList<std::string>(p.Text(i, 3));
       if (auto v = p.OptInt(i, 4)) j.min_gpu_mem_gb = static_cast<int>(*v);
       j.priority_rank = static_cast<int>(p.Int(i, 5));
       j.tolerance = model::ParseTolerance(p.Text(i, 6)).value();
@@ -80,7 +115,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
       if (auto v = p.OptInt(i, 10)) j.estimate = Seconds(*v);
       if (auto v = p.OptInt(i, 11)) j.checkpoint_interval = Seconds(*v);
       if (!p.IsNull(i, 12)) j.progress = p.Double(i, 12);
-      j.waiting_for = json::parse(p.Text(i, 13)).get<std::vector<model::JobId>>();
+      j.waiting_for = JsonList<model::JobId>(p.Text(i, 13));
       j.failed_dependency = p.OptInt(i, 14);
       j.nodes = static_cast<int>(p.Int(i, 15));
       s.pending.push_back(std::move(j));
@@ -117,7 +152,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
       a.deadline = pg::OptTime(r, i, 10);
       if (auto v = r.OptInt(i, 11)) a.estimate = Seconds(*v);
       if (auto v = r.OptInt(i, 12)) a.checkpoint_interval = Seconds(*v);
-      a.gpu_types = json::parse(r.Text(i, 13)).get<std::vector<std::string>>();
+      a.gpu_types = JsonList<std::string>(r.Text(i, 13));
       if (auto v = r.OptInt(i, 14)) a.min_gpu_mem_gb = static_cast<int>(*v);
       a.last_priority_preemption_at = pg::OptTime(r, i, 15);
       a.stopping = r.Bool(i, 16);
@@ -159,7 +194,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
       s.nodes.push_back(std::move(node));
     }
     ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
-    ASSIGN_OR_RETURN(auto usage, TeamUsage(c, now.Int(0, 0)));
+    ASSIGN_OR_RETURN(auto usage, TeamUsage(c, now.Int(0, 0), now.OptInt(0, 3)));
     for (const auto& [team, hours] : usage) s.team_usage[team] = {hours, s.now};
     ASSIGN_OR_RETURN(s.quotas, pg::LoadQuotas(c));
     ASSIGN_OR_RETURN(s.budgets, pg::LoadBudgets(c));
@@ -177,22 +212,36 @@ constexpr std::int64_t kFairShareRefreshUs = 10LL * 60 * 1000000;
 // commits after the refresh read is still counted by the per-snapshot read.
 constexpr std::int64_t kFairShareCutLagUs = 2LL * 60 * 1000000;
 // Between refreshes the attempts that ended since the cut are folded into the cached sum
-// this often, and the cut moves to this far behind now (decision 0035): a busy queue ends
-// hundreds of attempts a second, and reading ten minutes of them every cycle cost more than
-// the rest of the snapshot. An attempt whose ending commits more than the fold lag after it
-// began is missed until the next refresh (at most kFairShareRefreshUs).
-constexpr std::int64_t kFairShareFoldUs = 5LL * 1000000;
-constexpr std::int64_t kFairShareFoldLagUs = 10LL * 1000000;
+// this often, and the cut moves to this far behind now, and never past the start of the
+// oldest transaction still open (decision 0035): an attempt's ended_at is its ending
+// transaction's now(), so one not committed yet ends after the cut and the per-snapshot
+// read finds it. (The open transactions are read in the statement that takes the snapshot;
+// one that commits in between, microseconds, is missed until the next retake.) A busy
+// queue ends hundreds of attempts a second, and reading ten minutes of them every cycle
+// cost more than the rest of the snapshot.
+constexpr std::int64_t kFairShareFoldUs = 1LL * 1000000;
+constexpr std::int64_t kFairShareFoldLagUs = 3LL * 1000000;
 constexpr double kHalfLifeSeconds = 604800.0;
 
-// Attempts' decayed GPU-hours by team, as of now(), for those ended in ($1, $2] (µs). In
-// double precision: extract() is numeric, and numeric power() cost 5 µs a row.
-constexpr const char* kEndedUsage =
-    "SELECT j.team_id, sum(a.gpus * date_part('epoch', a.ended_at - a.started_at) / 3600.0"
-    " * power(0.5, date_part('epoch', now() - a.ended_at) / 604800.0))"
+// An attempt's GPU-hours decayed to now(), `end` being when it ended (or now()). In double
+// precision: extract() is numeric, and numeric power() cost 5 µs a row.
+#define FRUGAL_DECAYED_HOURS(end)                                                   \
+  "a.gpus * date_part('epoch', " end " - a.started_at) / 3600.0 * power(0.5,"       \
+  " date_part('epoch', now() - " end ") / 604800.0)"
+// Decayed GPU-hours by team of the attempts ended in ($1, $2] (µs), over the last 8
+// half-lives: a join, for a refresh that reads every attempt of 56 days.
+constexpr const char* kUsageAll =
+    "SELECT j.team_id, sum(" FRUGAL_DECAYED_HOURS("a.ended_at") ")"
     " FROM attempts a JOIN jobs j ON j.id = a.job_id"
     " WHERE a.ended_at > greatest(to_timestamp($1::bigint / 1e6), now() - interval '56 days')"
     " AND a.ended_at <= to_timestamp($2::bigint / 1e6) GROUP BY j.team_id";
+// The same for a few seconds of attempts, each job's team by its key: the hash join read
+// every job of the table to find the teams of a few thousand attempts.
+constexpr const char* kUsageRecent =
+    "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j WHERE"
+    " j.id = a.job_id) AS team_id, " FRUGAL_DECAYED_HOURS("a.ended_at") " AS h"
+    " FROM attempts a WHERE a.ended_at > to_timestamp($1::bigint / 1e6)"
+    " AND a.ended_at <= to_timestamp($2::bigint / 1e6)) t GROUP BY t.team_id";
 
 double Decay(std::int64_t from_us, std::int64_t to_us) {
   return std::pow(0.5, static_cast<double>(to_us - from_us) / 1e6 / kHalfLifeSeconds);
@@ -200,21 +249,25 @@ double Decay(std::int64_t from_us, std::int64_t to_us) {
 
 }  // namespace
 
-StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(PgConn& c, std::int64_t now_us) {
+StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(
+    PgConn& c, std::int64_t now_us, std::optional<std::int64_t> open_since_us) {
   FairShareBase base;
   {
     std::lock_guard<std::mutex> lock(fair_share_mu_);
     base = fair_share_;
   }
-  const bool full = base.full_at_us == 0 || now_us - base.full_at_us > kFairShareRefreshUs ||
-                    now_us < base.at_us;
-  const std::int64_t fold_cut = now_us - kFairShareFoldLagUs;
-  if (full || (now_us - base.at_us > kFairShareFoldUs && fold_cut > base.cut_us)) {
+  // A snapshot older than the cached total (a slow `why` beside the cycle) reads past it.
+  const bool full = base.full_at_us == 0 || now_us - base.full_at_us > kFairShareRefreshUs;
+  std::int64_t fold_cut = now_us - kFairShareFoldLagUs;
+  const bool fold = !full && now_us - base.at_us > kFairShareFoldUs && fold_cut > base.cut_us;
+  if (fold && open_since_us) fold_cut = std::min(fold_cut, *open_since_us - 1);
+  if (full || (fold && fold_cut > base.cut_us)) {
     FairShareBase next{full ? now_us : base.full_at_us, now_us,
                        full ? now_us - kFairShareCutLagUs : fold_cut, {}};
     // A refresh sums the last 8 half-lives; a fold, what ended since the last cut.
     const std::int64_t from_us = full ? 0 : base.cut_us;
-    ASSIGN_OR_RETURN(auto u, c.Exec("fair_share_ended", kEndedUsage,
+    ASSIGN_OR_RETURN(auto u, c.Exec(full ? "fair_share_all" : "fair_share_fold",
+                                    full ? kUsageAll : kUsageRecent,
                                     {std::to_string(from_us), std::to_string(next.cut_us)}));
     if (!full) {
       const double decay = Decay(base.at_us, now_us);
@@ -227,12 +280,11 @@ StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(PgConn& c, std::int
   }
   ASSIGN_OR_RETURN(
       auto d, c.Exec("fair_share_recent",
-                     "SELECT j.team_id, sum(a.gpus * date_part('epoch', coalesce(a.ended_at,"
-                     " now()) - a.started_at) / 3600.0 * power(0.5, date_part('epoch', now() -"
-                     " coalesce(a.ended_at, now())) / 604800.0))"
-                     " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                     " WHERE a.ended_at > to_timestamp($1::bigint / 1e6) OR a.ended_at IS NULL"
-                     " GROUP BY j.team_id",
+                     "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j"
+                     " WHERE j.id = a.job_id) AS team_id, "
+                     FRUGAL_DECAYED_HOURS("coalesce(a.ended_at, now())") " AS h"
+                     " FROM attempts a WHERE a.ended_at > to_timestamp($1::bigint / 1e6)"
+                     " OR a.ended_at IS NULL) t GROUP BY t.team_id",
                      {std::to_string(base.cut_us)}));
   // Every term of the base decays by the same factor since it was taken.
   const double decay = Decay(base.at_us, now_us);
@@ -241,6 +293,8 @@ StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(PgConn& c, std::int
   for (int i = 0; i < d.rows(); ++i) out[d.Int(i, 0)] += d.Double(i, 1);
   return out;
 }
+
+#undef FRUGAL_DECAYED_HOURS
 
 namespace pg {
 

@@ -165,12 +165,12 @@ TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
   const double second = snap();
   EXPECT_NEAR(second, full(), 1e-3);
   EXPECT_GT(second, first + 2.5);  // the last attempt now counts 4 h, not 1 h
-  // Five seconds on, a snapshot folds what ended more than ten seconds ago into the cached
+  // A second on, a snapshot folds what ended more than three seconds ago into the cached
   // total (decision 0035) and reads only the rest: the sum is still the definition's, and
   // the folded attempt is counted once, by this snapshot and the next.
   Sql("UPDATE attempts SET ended_at = now() - interval '30 seconds', started_at = now() -"
       " interval '4 hours 30 seconds' WHERE id = (SELECT max(id) FROM attempts)");
-  std::this_thread::sleep_for(std::chrono::milliseconds(5200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   EXPECT_NEAR(snap(), full(), 1e-3);
   EXPECT_NEAR(snap(), full(), 1e-3);
 }

@@ -298,9 +298,32 @@ TEST_F(PgStoreTest, SnapshotReadsEachTeamsHeadOfQueue) {
   // Two of each team's: vision's high-priority job first, then by submission.
   EXPECT_EQ(pending_ids({100, 2}),
             (std::vector<model::JobId>{high, vision[0], speech[0], speech[1]}));
-  // The whole window is cut in the same order.
+  // The cut across teams takes every team's first before any team's second, whatever the
+  // claim order (vision's second job is older than speech's first).
+  EXPECT_EQ(pending_ids({2, 2}), (std::vector<model::JobId>{high, speech[0]}));
   EXPECT_EQ(pending_ids({3, 2}), (std::vector<model::JobId>{high, vision[0], speech[0]}));
   EXPECT_EQ(pending_ids({100, 100}).size(), 9u);
+}
+
+// A pipeline's tail that waits on a dependency does not take the window's places of a job
+// that may start: the window holds a team's first jobs that may start and, beside them, its
+// first that wait (so their reasons stay current).
+TEST_F(PgStoreTest, SnapshotWindowKeepsPlacesForJobsThatMayStart) {
+  Principal alice = Researcher("vision", "alice");
+  const model::JobId parent = store_->Submit(alice, Req("parent"))->job.id;
+  std::vector<model::JobId> children;
+  for (int i = 0; i < 3; ++i) {
+    SubmitRequest r = Req("child" + std::to_string(i));
+    r.spec.after = {parent};
+    children.push_back(store_->Submit(alice, r)->job.id);
+  }
+  const model::JobId free = store_->Submit(alice, Req("free"))->job.id;
+  auto snap = store_->LoadSnapshot({100, 2});
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  std::vector<model::JobId> ids;
+  for (const auto& p : snap->pending) ids.push_back(p.id);
+  EXPECT_EQ(ids, (std::vector<model::JobId>{parent, children[0], children[1], free}));
+  EXPECT_EQ(snap->pending[1].waiting_for, (std::vector<model::JobId>{parent}));
 }
 
 TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {
