@@ -168,11 +168,10 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // Why the term this store held has ended (reads the row), for the log.
   std::string LostReason(PgConn& c, std::int64_t term);
 
-  // Fair share's input (decision 0028): each team's decayed GPU-hours of attempts that
-  // ended up to `cut_us`, as they stood at `at_us` (database time). Retaken every
-  // kFairShareRefresh; between, a snapshot adds only what ended after the cut.
-  // Fair share's usage of attempts that ended by `cut_us`, decayed to `at_us`; taken whole
-  // at `full_at_us`, with the attempts ended since folded in every few seconds.
+  // Fair share's input (decisions 0028, 0035): each team's decayed GPU-hours of attempts
+  // that ended up to `cut_us`, as they stood at `at_us` (database time). Taken whole at
+  // `full_at_us` and every kFairShareRefreshUs after; between, what ended since is folded
+  // in every kFairShareFoldUs, and a snapshot adds only what ended after the cut.
   struct FairShareBase {
     std::int64_t full_at_us = 0;
     std::int64_t at_us = 0;

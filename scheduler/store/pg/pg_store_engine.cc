@@ -21,6 +21,20 @@ std::vector<T> JsonList(const std::string& text) {
 
 }  // namespace
 
+// The dependencies of pending job `j` still open (pending, held or running), as rows `d.id`.
+#define FRUGAL_OPEN_DEPENDENCY                                                      \
+  "SELECT d.id FROM jobs d WHERE d.id = ANY (j.depends_on)"                         \
+  " AND d.state IN ('pending', 'held', 'running')"
+// Team `t`'s pending jobs `j` that the cycle may consider now, numbered in claim order: due
+// (not_before), and not a throttled array's task beyond its room (max_running less those
+// running), so those take none of the window's places (decision 0026).
+#define FRUGAL_TEAM_PENDING                                                         \
+  "SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"     \
+  " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                     \
+  " AND (j.not_before IS NULL OR j.not_before <= now())"                            \
+  " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"        \
+  " OR j.id IN (SELECT id FROM allowed))"
+
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
@@ -62,26 +76,11 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                // teams takes each team's first, then each team's second, and so on, so one
                // team's deep queue never hides another's.
                " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL ("
-               "   (SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"
-               "   FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"
-               "   AND (j.not_before IS NULL OR j.not_before <= now())"
-               // A throttled array's tasks beyond its room (max_running less those running)
-               // are left out, so they take none of the window's places (decision 0026).
-               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
-               "   OR j.id IN (SELECT id FROM allowed))"
-               "   AND (cardinality(j.depends_on) = 0 OR NOT EXISTS (SELECT 1 FROM jobs d"
-               "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running')))"
-               "   ORDER BY j.priority_rank, j.id LIMIT $2)"
+               "   (" FRUGAL_TEAM_PENDING " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS ("
+               FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
                "   UNION ALL"
-               "   (SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"
-               "   FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"
-               "   AND cardinality(j.depends_on) > 0"
-               "   AND (j.not_before IS NULL OR j.not_before <= now())"
-               "   AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"
-               "   OR j.id IN (SELECT id FROM allowed))"
-               "   AND EXISTS (SELECT 1 FROM jobs d WHERE d.id = ANY (j.depends_on)"
-               "   AND d.state IN ('pending', 'held', 'running'))"
-               "   ORDER BY j.priority_rank, j.id LIMIT $2)) j"
+               "   (" FRUGAL_TEAM_PENDING " AND cardinality(j.depends_on) > 0 AND EXISTS ("
+               FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)) j"
                "   ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1)"
                " SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
                " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
@@ -91,9 +90,8 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c"
                "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END,"
                " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE"
-               "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM jobs d"
-               "   WHERE d.id = ANY (j.depends_on) AND d.state IN ('pending', 'held', 'running'))"
-               "   END,"
+               "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM ("
+               FRUGAL_OPEN_DEPENDENCY ") d) END,"
                " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d"
                "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)"
                "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
@@ -201,6 +199,9 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
     return s;
   });
 }
+
+#undef FRUGAL_TEAM_PENDING
+#undef FRUGAL_OPEN_DEPENDENCY
 
 namespace {
 

@@ -38,7 +38,8 @@ constexpr const char* kEndedJobs =
 constexpr const char* kEndedAttempts =
     "coalesce((SELECT string_agg(e.id::text, ',') FROM ended e), '')";
 
-std::vector<model::AttemptId> ParseIds(const std::string& ids) {
+// "id,id,..." as ids (empty: none).
+std::vector<std::int64_t> ParseIds(const std::string& ids) {
   std::vector<model::AttemptId> out;
   std::stringstream list(ids);
   std::string id;
@@ -50,10 +51,7 @@ std::vector<model::AttemptId> ParseIds(const std::string& ids) {
 // jobs' rows (a sweep, a batch of finish reports) takes them in that one order, so two
 // never wait on each other in a cycle.
 Status SettleJobs(PgConn& c, const std::string& ids) {
-  std::stringstream list(ids);
-  std::string id;
-  std::vector<std::int64_t> sorted;
-  while (std::getline(list, id, ',')) sorted.push_back(std::stoll(id));
+  std::vector<std::int64_t> sorted = ParseIds(ids);
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (auto j : sorted) RETURN_IF_ERROR(pg::SettleJob(c, std::to_string(j)).status());
