@@ -8,6 +8,14 @@ namespace frugal::api {
 
 namespace {
 
+// The first `n` bytes of a key for a message, cut before a UTF-8 sequence rather than inside
+// it: a message with half a character cannot be serialised into the error reply.
+std::string KeyPrefix(const std::string& key, size_t n = 64) {
+  if (key.size() <= n) return key;
+  while (n > 0 && (static_cast<unsigned char>(key[n]) & 0xC0) == 0x80) --n;
+  return key.substr(0, n);
+}
+
 Status Bad(const std::string& field, const std::string& msg) {
   return InvalidArgument(field + ": " + msg, field);
 }
@@ -57,7 +65,7 @@ StatusOr<std::map<std::string, std::string>> GetStringMap(const json& v, const s
   if (v.size() > max_items) return Bad(field, "more than " + std::to_string(max_items) + " entries");
   std::map<std::string, std::string> out;
   for (auto it = v.begin(); it != v.end(); ++it) {
-    const std::string sub = field + "." + it.key().substr(0, 64);
+    const std::string sub = field + "." + KeyPrefix(it.key());
     if (!std::regex_match(it.key(), key_re)) return Bad(sub, std::string("key must match ") + key_rule);
     ASSIGN_OR_RETURN(out[it.key()], GetString(it.value(), sub, max_value));
   }
@@ -91,7 +99,7 @@ StatusOr<json> ParseObject(const std::string& body) {
 StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!KnownSubmitFields().count(it.key())) {
-      return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'", it.key().substr(0, 64));
+      return InvalidArgument("unknown field '" + KeyPrefix(it.key()) + "'", KeyPrefix(it.key()));
     }
   }
   model::JobSpec s;
