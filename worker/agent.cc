@@ -66,7 +66,7 @@ Agent::Agent(AgentOptions options, api::Client& client, ProcessRunner& runner,
 }
 
 Status Agent::Run(const std::function<bool()>& should_stop) {
-  CleanUpPreviousLife();
+  RETURN_IF_ERROR(CleanUpPreviousLife());
   RETURN_IF_ERROR(RegisterFirst(should_stop));
   for (;;) {
     if (!stopping_ && should_stop()) BeginShutdown();
@@ -89,8 +89,10 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
       Heartbeat();
       EnforceLease();
     }
+    SyncJournal();  // what this pass started or ended, in one write
     sleep_(options_.tick);
   }
+  SyncJournal();
   for (auto& [id, a] : attempts_) {
     // Its state file stays: the next life reports a result it has, and kills what is left.
     spdlog::error(R"("event":"attempt_unreported","attempt_id":{},"outcome":"{}")", id,
@@ -103,12 +105,18 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
 
 // --- registration and the lease ---
 
-void Agent::CleanUpPreviousLife() {
+Status Agent::CleanUpPreviousLife() {
   // Every process of a uid reserved for jobs is a job of an earlier life of this worker.
   if (const int swept = job_users_.SweepAll(); swept > 0) {
     spdlog::warn(R"("event":"leftover_jobs_killed","uids":{})", swept);
   }
-  for (auto& [dir, state] : LoadAttemptStates(options_.work_dir)) {
+  // Without its record of attempts a worker could run a job twice: that is fatal.
+  if (Status st = journal_.Open(options_.work_dir); !st.ok()) {
+    return Status(st.code(), "the attempt journal: " + st.message());
+  }
+  const auto previous = journal_.attempts();  // a copy: the loop forgets some
+  for (const auto& [id, state] : previous) {
+    const std::string dir = options_.work_dir + "/attempt-" + std::to_string(id);
     if (state.pgid > 0 && KillIfSameLeader(state.pgid, state.leader_start)) {
       spdlog::warn(R"("event":"leftover_attempt_killed","attempt_id":{},"pgid":{})",
                    state.attempt_id, state.pgid);
@@ -117,7 +125,7 @@ void Agent::CleanUpPreviousLife() {
     if (!state.outcome || state.lease_kill) {
       // It was running when the worker died: the scheduler ends it when this node
       // registers again, and runs it elsewhere from its checkpoint.
-      RemoveAttemptState(dir);
+      journal_.Forget(id);
       continue;
     }
     // It ended but its result never reached the scheduler: report it, never run it again.
@@ -136,8 +144,10 @@ void Agent::CleanUpPreviousLife() {
     spdlog::info(R"("event":"unreported_result_found","attempt_id":{},"outcome":"{}")",
                  state.attempt_id, protocol::ToString(*state.outcome));
   }
+  SyncJournal();
   std::ifstream in(credential_path_);
   std::getline(in, credential_);
+  return Status::Ok();
 }
 
 Status Agent::RegisterFirst(const std::function<bool()>& should_stop) {
@@ -301,6 +311,7 @@ void Agent::Heartbeat() {
 }
 
 void Agent::ReportLateResults() {
+  SyncJournal();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     Attempt& a = it->second;
     const bool result = a.report && a.exited && !a.lease_kill;

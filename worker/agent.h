@@ -32,6 +32,7 @@
 #include "common/status.h"
 #include "worker/gpu_probe.h"
 #include "protocol/worker_protocol.h"
+#include "worker/attempt_journal.h"
 #include "worker/attempt_state.h"
 #include "worker/job_identity.h"
 #include "worker/notice_watcher.h"
@@ -94,7 +95,11 @@ class Agent {
     StartOrder order;
     pid_t pid = 0;  // group leader, so also the group id; 0 if it never started
     std::vector<int> gpu_indices;
-    std::string dir;  // <work_dir>/attempt-<id>: state.json, output.log, spool/, job/ (cwd)
+    std::string dir;  // <work_dir>/attempt-<id>: output.log, spool/, job/ (cwd)
+    // Under --noop nothing runs, so nothing is on disk: its output is the worker's own
+    // notes, kept here (decision 0036).
+    bool in_memory = false;
+    std::string notes;
     std::int64_t lease_epoch = 0;  // the epoch it was assigned under: its reports use it
     std::string secret;            // the job's spool secret (FRUGAL_CHECKPOINT_SECRET)
     std::optional<JobIdentity> identity;
@@ -118,7 +123,7 @@ class Agent {
   enum class Progress { kDone, kLater, kStale };
 
   // Registration and heartbeat (agent.cc).
-  void CleanUpPreviousLife();
+  Status CleanUpPreviousLife();
   Status Register();
   Status RegisterWith(const std::string& token, bool with_credential);
   Status RegisterFirst(const std::function<bool()>& should_stop);
@@ -141,6 +146,10 @@ class Agent {
   void Settle(const StartOrder& order, Outcome outcome, const std::string& note);
   Attempt& Track(Attempt a);
   void SaveState(const Attempt& a);
+  void SyncJournal();  // before any report of a result: the result is on disk first
+  // The attempt's output: its file, or its notes when in memory.
+  void Note(Attempt& a, const std::string& line);
+  StatusOr<OutputChunk> ReadOutputOf(const Attempt& a, std::int64_t offset, size_t max) const;
   void Stop(Attempt& a, Outcome outcome);
   void StopAll(Outcome outcome);
   void Abandon(Attempt& a, const std::string& why);
@@ -195,6 +204,7 @@ class Agent {
   bool scheduler_reachable_ = true;  // only to log changes, not every failure
 
   std::map<std::int64_t, Attempt> attempts_;  // by attempt id
+  AttemptJournal journal_;  // what a restart must know of them
   std::set<std::int64_t> seen_;  // every attempt id started or settled here: start once
   std::map<std::int64_t, std::string> pending_fences_;  // from stop orders, by attempt id
   GpuAllocator gpus_;

@@ -88,8 +88,9 @@ Agent::Attempt& Agent::Track(Attempt a) {
   seen_.insert(a.order.attempt_id);
   pending_fences_.erase(a.order.attempt_id);
   a.dir = options_.work_dir + "/attempt-" + std::to_string(a.order.attempt_id);
+  a.in_memory = !runner_.RunsProcesses();
   // The worker's own: jobs may pass through it to their job/ and spool/, not list or write it.
-  (void)OwnedDir(a.dir, std::nullopt, 0711);
+  if (!a.in_memory) (void)OwnedDir(a.dir, std::nullopt, 0711);
   return attempts_.insert_or_assign(a.order.attempt_id, std::move(a)).first->second;
 }
 
@@ -107,10 +108,28 @@ void Agent::SaveState(const Attempt& a) {
     st.exit_code = a.exit_code;
   }
   st.lease_kill = a.lease_kill;
-  if (Status s = SaveAttemptState(a.dir, st); !s.ok()) {
-    spdlog::warn(R"("event":"attempt_state_not_saved","attempt_id":{},"error":"{}")",
-                 a.order.attempt_id, JsonEscape(s.message()));
+  journal_.Put(st);
+}
+
+void Agent::SyncJournal() {
+  if (Status s = journal_.Sync(); !s.ok()) {
+    spdlog::warn(R"("event":"attempt_journal_not_saved","error":"{}")", JsonEscape(s.message()));
   }
+}
+
+void Agent::Note(Attempt& a, const std::string& line) {
+  if (a.in_memory) {
+    a.notes += line + "\n";
+  } else {
+    AppendOutputLine(a.output(), line);
+  }
+}
+
+StatusOr<OutputChunk> Agent::ReadOutputOf(const Attempt& a, std::int64_t offset,
+                                          size_t max) const {
+  if (!a.in_memory) return ReadOutput(a.output(), offset, max);
+  const auto from = std::min(a.notes.size(), static_cast<size_t>(offset));
+  return DecodeOutput(std::string_view(a.notes).substr(from), offset, max);
 }
 
 Status Agent::PrepareDirs(const Attempt& a, const std::string& checkpoint_dir) {
@@ -144,8 +163,8 @@ void Agent::Start(const StartOrder& order, std::vector<int> gpu_indices) {
   Attempt& a = Track(std::move(fresh));
   const std::string checkpoint_dir = FrugalEnv(a).at("FRUGAL_CHECKPOINT_DIR");
   const std::string cwd = order.working_dir.empty() ? a.job_dir() : order.working_dir;
-  AppendOutputLine(a.output(),
-                   "[frugal-worker] job " + std::to_string(order.job_id) + " attempt " +
+  Note(a,
+       "[frugal-worker] job " + std::to_string(order.job_id) + " attempt " +
                        std::to_string(order.attempt) + " on node " + options_.node +
                        ", CUDA_VISIBLE_DEVICES=" + JoinIndices(a.gpu_indices) +
                        (a.identity ? ", uid " + std::to_string(a.identity->uid) : "") +
@@ -168,7 +187,7 @@ void Agent::Start(const StartOrder& order, std::vector<int> gpu_indices) {
                          a.output(), a.identity, /*keeper=*/true});
   }
   if (!pid.ok()) {
-    AppendOutputLine(a.output(), "[frugal-worker] " + pid.status().message());
+    Note(a, "[frugal-worker] " + pid.status().message());
     spdlog::error(R"("event":"attempt_start_failed","job_id":{},"attempt_id":{},"error":"{}")",
                   order.job_id, order.attempt_id, JsonEscape(pid.status().message()));
     gpus_.Release(a.gpu_indices);
@@ -195,7 +214,7 @@ void Agent::Settle(const StartOrder& order, Outcome outcome, const std::string& 
   a.exited = true;
   a.stop_outcome = outcome;
   Attempt& tracked = Track(std::move(a));
-  AppendOutputLine(tracked.output(), "[frugal-worker] " + note);
+  Note(tracked, "[frugal-worker] " + note);
   SaveState(tracked);
   spdlog::info(R"("event":"attempt_settled","attempt_id":{},"outcome":"{}","note":"{}")",
                order.attempt_id, protocol::ToString(outcome), JsonEscape(note));
@@ -268,7 +287,7 @@ void Agent::StopAll(Outcome outcome) {
 void Agent::Abandon(Attempt& a, const std::string& why) {
   if (!a.exited) runner_.SignalGroup(a.pid, SIGKILL);
   a.report = false;
-  RemoveAttemptState(a.dir);
+  journal_.Forget(a.order.attempt_id);
   spdlog::warn(R"("event":"attempt_abandoned","job_id":{},"attempt_id":{},"why":"{}")",
                a.order.job_id, a.order.attempt_id, JsonEscape(why));
 }
@@ -283,7 +302,10 @@ void Agent::ServiceAttempts() {
     it = next == Next::kDone ? attempts_.erase(it) : std::next(it);
   }
   SweepEnded();  // before the reports free the GPUs for other jobs
-  if (!ready.empty()) FinishReady(ready);
+  if (!ready.empty()) {
+    SyncJournal();
+    FinishReady(ready);
+  }
 }
 
 void Agent::SweepEnded() {
@@ -329,9 +351,9 @@ bool Agent::TakeFinalLog(Attempt& a) {
   if (a.log_capped) return true;
   const std::int64_t room = kLogCap - kCapNoteRoom - a.log_sent;
   if (room < kLogChunk) return false;  // near the cap: ShipLogs writes the note
-  const auto chunk = ReadOutput(a.output(), a.log_offset, static_cast<size_t>(kLogChunk));
+  const auto chunk = ReadOutputOf(a, a.log_offset, static_cast<size_t>(kLogChunk));
   std::error_code ec;
-  const auto size = fs::file_size(a.output(), ec);
+  const auto size = a.in_memory ? a.notes.size() : fs::file_size(a.output(), ec);
   if (!chunk.ok() || ec || static_cast<std::int64_t>(size) != chunk->next_offset) return false;
   a.final_log = chunk->data;
   return true;
@@ -398,7 +420,7 @@ void Agent::FinishGroup(const std::vector<std::int64_t>& ids, json reports) {
                    ids[i], protocol::ToString(OutcomeOf(a)),
                    JsonEscape(item.value("error", json::object()).value("message", "")));
     }
-    RemoveAttemptState(a.dir);
+    journal_.Forget(a.order.attempt_id);
     attempts_.erase(ids[i]);
   }
 }
@@ -432,8 +454,8 @@ void Agent::Reap(Attempt& a) {
   if (!a.report) return;
   SaveState(a);  // the result survives a worker restart until the scheduler has it
   const char* outcome = protocol::ToString(OutcomeOf(a));
-  AppendOutputLine(a.output(), std::string("[frugal-worker] attempt ended: ") + outcome + " (" +
-                                   ExitText(a.exit_code) + ")");
+  Note(a, std::string("[frugal-worker] attempt ended: ") + outcome + " (" +
+              ExitText(a.exit_code) + ")");
   spdlog::info(R"("event":"attempt_exited","job_id":{},"attempt_id":{},"exit":"{}","outcome":"{}")",
                a.order.job_id, a.order.attempt_id, ExitText(a.exit_code), outcome);
 }
@@ -500,7 +522,7 @@ Agent::Progress Agent::ShipLogs(Attempt& a) {
     // Below 4 bytes of room (one character) the read only tells whether more output waits.
     const std::int64_t room = kLogCap - kCapNoteRoom - a.log_sent;
     const bool full = room < 4;
-    const auto chunk = ReadOutput(a.output(), a.log_offset,
+    const auto chunk = ReadOutputOf(a, a.log_offset,
                                   static_cast<size_t>(full ? 4 : std::min(room, kLogChunk)));
     if (!chunk.ok()) {
       spdlog::warn(R"("event":"output_unreadable","attempt_id":{},"error":"{}")",
@@ -554,7 +576,7 @@ Agent::Progress Agent::Finish(Attempt& a) {
     spdlog::warn(R"("event":"attempt_report_refused","attempt_id":{},"outcome":"{}","error":"{}")",
                  a.order.attempt_id, protocol::ToString(outcome), Describe(r));
   }
-  RemoveAttemptState(a.dir);
+  journal_.Forget(a.order.attempt_id);
   return Progress::kDone;
 }
 

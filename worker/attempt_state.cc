@@ -14,9 +14,7 @@ namespace frugal::worker {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-json ToJson(const AttemptState& s) {
+json AttemptStateJson(const AttemptState& s) {
   json j = {{"attempt_id", s.attempt_id}, {"job_id", s.job_id},
             {"lease_epoch", s.lease_epoch}, {"fence", s.fence},
             {"pgid", s.pgid}, {"leader_start", s.leader_start},
@@ -27,7 +25,7 @@ json ToJson(const AttemptState& s) {
   return j;
 }
 
-std::optional<AttemptState> FromJson(const json& j) {
+std::optional<AttemptState> ParseAttemptState(const json& j) {
   try {
     AttemptState s;
     s.attempt_id = j.at("attempt_id").get<std::int64_t>();
@@ -51,24 +49,8 @@ std::optional<AttemptState> FromJson(const json& j) {
   }
 }
 
-}  // namespace
-
-Status SaveAttemptState(const std::string& dir, const AttemptState& s) {
-  const std::string path = dir + "/state.json", tmp = path + ".tmp";
-  const std::string text = ToJson(s).dump() + "\n";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Internal("cannot write " + tmp);
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return Internal("cannot write " + path);
-  }
-  return Status::Ok();
-}
-
-std::vector<std::pair<std::string, AttemptState>> LoadAttemptStates(const std::string& work_dir) {
+std::vector<std::pair<std::string, AttemptState>> LoadLegacyAttemptStates(
+    const std::string& work_dir) {
   std::vector<std::pair<std::string, AttemptState>> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(work_dir, ec)) {
@@ -78,14 +60,9 @@ std::vector<std::pair<std::string, AttemptState>> LoadAttemptStates(const std::s
     std::stringstream text;
     text << in.rdbuf();
     const json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (auto s = FromJson(j)) out.emplace_back(e.path().string(), *s);
+    if (auto s = ParseAttemptState(j)) out.emplace_back(e.path().string(), *s);
   }
   return out;
-}
-
-void RemoveAttemptState(const std::string& dir) {
-  std::error_code ec;
-  fs::remove(dir + "/state.json", ec);
 }
 
 std::optional<std::uint64_t> ProcessStartTime(pid_t pid) {

@@ -1,10 +1,9 @@
 // What the worker keeps on disk about each attempt, so that a worker that dies and restarts
-// neither runs a job twice nor loses a result (decision 0019):
-// `<work_dir>/attempt-<id>/state.json`, written when the attempt starts and again when it
-// ends, removed once the scheduler has its result. It holds the fence and epoch to report
-// under, the process group and its leader's start time (so a restarted worker kills exactly
-// what its previous life started, never a stranger that reused the pid), the uid the
-// attempt ran as, and, once it ended, how.
+// neither runs a job twice nor loses a result (decisions 0019 and 0036): the fence and epoch
+// to report under, the process group and its leader's start time (so a restarted worker kills
+// exactly what its previous life started, never a stranger that reused the pid), the uid the
+// attempt ran as, and, once it ended, how. AttemptJournal (attempt_journal.h) keeps these
+// records; this file holds the record, its JSON, and the process helpers recovery uses.
 //
 // Threading: free functions; the agent's thread.
 #pragma once
@@ -12,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,11 +35,14 @@ struct AttemptState {
   bool lease_kill = false;  // killed because the lease may have lapsed (report only if current)
 };
 
-// Writes `<dir>/state.json` atomically (temporary file, fsync, rename), mode 0600.
-Status SaveAttemptState(const std::string& dir, const AttemptState& s);
-// Every state file under `work_dir`; unreadable ones are skipped.
-std::vector<std::pair<std::string, AttemptState>> LoadAttemptStates(const std::string& work_dir);
-void RemoveAttemptState(const std::string& dir);
+nlohmann::json AttemptStateJson(const AttemptState& s);
+// nullopt when `j` is not a whole, valid record.
+std::optional<AttemptState> ParseAttemptState(const nlohmann::json& j);
+
+// The `<work_dir>/attempt-<id>/state.json` files a worker before decision 0036 wrote, with
+// the path of each; unreadable ones are skipped. Read once, when the journal is opened.
+std::vector<std::pair<std::string, AttemptState>> LoadLegacyAttemptStates(
+    const std::string& work_dir);
 
 // Start time of process `pid` (field 22 of /proc/<pid>/stat), or nullopt if it is gone.
 std::optional<std::uint64_t> ProcessStartTime(pid_t pid);

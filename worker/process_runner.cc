@@ -312,6 +312,12 @@ StatusOr<OutputChunk> ReadOutput(const std::string& path, std::int64_t offset, s
   close(fd);
   if (n < 0) return Internal("cannot read " + path + ": " + strerror(read_errno));
   raw.resize(static_cast<size_t>(n));
+  return DecodeOutput(raw, offset, max_bytes);
+}
+
+OutputChunk DecodeOutput(std::string_view raw, std::int64_t offset, size_t max_bytes) {
+  OutputChunk chunk{"", offset};
+  raw = raw.substr(0, max_bytes);
   const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
   static const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
   size_t i = 0;
@@ -326,7 +332,7 @@ StatusOr<OutputChunk> ReadOutput(const std::string& path, std::int64_t offset, s
       chunk.data += kReplacement;
       ++i;
     } else {
-      chunk.data.append(raw, i, static_cast<size_t>(len));
+      chunk.data.append(raw.data() + i, static_cast<size_t>(len));
       i += static_cast<size_t>(len);
     }
   }

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -112,6 +113,8 @@ struct OutputChunk {
 // character cut off at the end is left for the next read. Missing file or nothing new (or
 // only the start of a character): empty data.
 StatusOr<OutputChunk> ReadOutput(const std::string& path, std::int64_t offset, size_t max_bytes);
+// The same for output held in memory: `raw` is the output from `offset` on.
+OutputChunk DecodeOutput(std::string_view raw, std::int64_t offset, size_t max_bytes);
 
 // Appends `line` (plus a newline) to `path`, creating it: the worker's own notes in a job's
 // output ("started on ...", "ended: ..."). Best effort.

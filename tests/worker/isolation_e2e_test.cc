@@ -164,6 +164,7 @@ TEST_F(IsolationE2eTest, AJobReachesNeitherItsWorkersSecretsNorAnotherAttemptsSp
     [ -n "$gp" ] && probe /proc/$gp/environ
     work=$(dirname "$(dirname "$FRUGAL_CHECKPOINT_SPOOL")")
     probe "$work/node.credential"
+    probe "$work/attempts.journal"
     # The work directory cannot be listed; attempt ids are guessable, so guess nearby ones.
     for n in $(seq $((FRUGAL_ATTEMPT_ID - 5)) $((FRUGAL_ATTEMPT_ID + 5))); do
       s=$work/attempt-$n/spool
