@@ -73,7 +73,7 @@ class Engine::Impl {
     // Coalesce: only the first kick since the last cycle posts a cycle.
     if (kick_pending_.exchange(true)) return;
     asio::post(strand_, [this] {
-      if (!stopping_) (void)RunCycle();
+      if (!stopping_) (void)RunCycle(Depth::kKicked);
     });
   }
 
@@ -106,10 +106,28 @@ class Engine::Impl {
     dispatch_cv_.notify_all();
   }
 
-  Status RunCycle() {
+  // How deep into the queue a cycle reads (decision 0036), as Slurm's event-triggered main
+  // scheduler reads default_queue_depth jobs and leaves the rest to its periodic pass: a
+  // cycle kicked by a submit or a finish reads each team's head of queue, at most
+  // kKickedPerTeam jobs of a team and kKickedMax in all; the timer's cycle reads the whole
+  // window, so a job deeper in a queue, and its wait reason, waits at most one interval.
+  enum class Depth { kKicked, kFull };
+  static constexpr int kKickedPerTeam = 100;
+  static constexpr int kKickedMax = 1000;
+
+  store::PendingWindow WindowFor(Depth depth) const {
+    store::PendingWindow w = options_.pending;
+    if (depth == Depth::kKicked) {
+      w.per_team = std::min(w.per_team, kKickedPerTeam);
+      w.max_pending = std::min(w.max_pending, kKickedMax);
+    }
+    return w;
+  }
+
+  Status RunCycle(Depth depth = Depth::kFull) {
     kick_pending_ = false;
     metrics::Stopwatch watch;
-    Status st = Cycle();
+    Status st = Cycle(WindowFor(depth));
     if (store::IsNotLeader(st)) {
       // The fence refused a write: the term ended while this cycle ran (this process was
       // frozen or cut off). Nothing was written; a standby leads now.
@@ -200,7 +218,7 @@ class Engine::Impl {
     stats_.leader = false;
   }
 
-  Status Cycle() {
+  Status Cycle(const store::PendingWindow& window) {
     ASSIGN_OR_RETURN(bool leader, Lead());
     if (!leader) return Status::Ok();
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
@@ -211,7 +229,7 @@ class Engine::Impl {
                    JsonEscape(node.name), fmt::join(node.attempts, ","),
                    fmt::join(node.jobs, ","), node.attempts.size());
     }
-    ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(options_.pending));
+    ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(window));
     // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
     ASSIGN_OR_RETURN(int reclaimed, ReclaimIdleGpus(store_, snapshot));
     if (options_.capacity) options_.capacity->Annotate(snapshot);

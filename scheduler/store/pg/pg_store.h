@@ -190,6 +190,9 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   std::mutex leader_mu_;
   std::int64_t term_ = 0;                // guarded by leader_mu_; 0: not the leader
   std::chrono::milliseconds lease_ttl_{0};  // guarded by leader_mu_; the last ttl asked
+  // Guarded by leader_mu_: when the last renewal of term_ was sent (before it, so the lease
+  // lasts at least ttl from here by any clock's rate).
+  std::chrono::steady_clock::time_point renewed_at_{};
 };
 
 // --- helpers shared by the pg_store_*.cc files ---

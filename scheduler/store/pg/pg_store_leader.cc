@@ -50,9 +50,19 @@ std::string PgStore::LostReason(PgConn& c, std::int64_t term) {
 
 StatusOr<LeaderStatus> PgStore::TryLeadership(std::chrono::milliseconds ttl) {
   std::lock_guard<std::mutex> lock(leader_mu_);
-  lease_ttl_ = ttl;
   const std::string ttl_ms = std::to_string(ttl.count());
   LeaderStatus out;
+  // A lease renewed less than half a ttl ago still has more than half to run: a busy
+  // scheduler cycles hundreds of times a second, and each renewal is a commit (decision
+  // 0036). Every write is still fenced by the lease's expiry in the database, so a term lost
+  // some other way is found by the next write, which is refused.
+  const auto sent = std::chrono::steady_clock::now();
+  if (term_ > 0 && ttl == lease_ttl_ && sent - renewed_at_ < ttl / 2) {
+    out.leader = true;
+    out.term = term_;
+    return out;
+  }
+  lease_ttl_ = ttl;
   auto done = InTransaction<bool>(pool_, [&](PgConn& c) -> StatusOr<bool> {
     if (term_ > 0) {
       // Renew only the term we hold, and only while unexpired: once it has lapsed another
@@ -66,6 +76,7 @@ StatusOr<LeaderStatus> PgStore::TryLeadership(std::chrono::milliseconds ttl) {
       if (r.rows() == 1) {
         out.leader = true;
         out.term = term_;
+        renewed_at_ = sent;
         return true;
       }
       out.lost_reason = LostReason(c, term_);
@@ -84,6 +95,7 @@ StatusOr<LeaderStatus> PgStore::TryLeadership(std::chrono::milliseconds ttl) {
                                     {instance_id_, ttl_ms}));
     if (a.rows() == 1) {
       term_ = a.Int(0, 0);
+      renewed_at_ = sent;
       out.leader = out.acquired = true;
       out.term = term_;
       return true;

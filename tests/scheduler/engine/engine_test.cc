@@ -66,6 +66,36 @@ TEST(EngineTest, OnlyOneStorePerDatabaseLeadsAndTheOldTermIsFenced) {
   EXPECT_TRUE(b.ApplyPlan({}).ok());
 }
 
+// A busy leader cycles hundreds of times a second: a lease with more than half of its ttl
+// left is not renewed (no write, no commit), and one past half is (decision 0036).
+TEST(EngineTest, ALeaseIsRenewedOnlyOnceHalfOfItIsSpent) {
+  const std::string db = testing::TestPostgres::Get().NewDatabase();
+  PgStore a(db, 2);
+  const std::chrono::milliseconds ttl(1200);
+  auto conn = store::PgConn::Connect(db);
+  ASSERT_TRUE(conn.ok());
+  auto expiry = [&] {
+    return (*conn)->ExecScript("SELECT expires_at::text FROM leader_lease")->Text(0, 0);
+  };
+  auto first = a.TryLeadership(ttl);
+  ASSERT_TRUE(first.ok() && first->leader);
+  const std::string taken = expiry();
+  auto soon = a.TryLeadership(ttl);
+  ASSERT_TRUE(soon.ok());
+  EXPECT_TRUE(soon->leader);
+  EXPECT_EQ(soon->term, first->term);
+  EXPECT_EQ(expiry(), taken) << "renewed with more than half of the lease left";
+  std::this_thread::sleep_for(ttl / 2 + std::chrono::milliseconds(100));
+  auto later = a.TryLeadership(ttl);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->leader);
+  EXPECT_FALSE(later->acquired);
+  EXPECT_EQ(later->term, first->term);
+  EXPECT_GT(expiry(), taken) << "not renewed past half of the lease";
+  // The writes stay fenced by the lease in the database, renewed or not.
+  EXPECT_TRUE(a.ApplyPlan({}).ok());
+}
+
 // A lease that lapsed with nobody taking it is taken again, but as a new term: a term is
 // one unbroken lease.
 TEST(EngineTest, ALapsedLeaseIsRetakenUnderANewTerm) {
