@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "scheduler/model/lifecycle.h"
 #include "scheduler/store/cost_store.h"
 #include "scheduler/store/instance_store.h"
 #include "scheduler/store/job_store.h"
@@ -292,6 +293,16 @@ StatusOr<int> EndAttemptsOfNode(PgConn& c, model::NodeId node);
 // if it is not running. Locks the job's row. Call after writing the part's end, in the same
 // transaction.
 StatusOr<bool> SettleJob(PgConn& c, const std::string& job_id);
+// The worker protocol's outcome as the attempt's end (model/lifecycle.h).
+model::AttemptEnd AttemptEndOf(Outcome o);
+// Finishes, in a few statements for the whole batch, every report of `reports` that is the
+// common case: a live single-node attempt of `node`, under its fence and epoch, whose job
+// is running (decision 0037). Writes what FinishInTx and AppendLogInTx would, sets those
+// reports' job ids in `out`, and returns which it finished; the rest are left untouched
+// for the report-by-report path. Call inside the batch's transaction, before that path.
+StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<FinishReport>& reports,
+                                                std::int64_t log_cap_bytes, model::NodeId node,
+                                                std::vector<FinishResult>& out);
 // SQL: true if another part of the gang attempt `a` (an attempts alias) has ended other
 // than succeeded, so `a` cannot go on.
 #define FRUGAL_GANG_BROKEN(a)                                                              \

@@ -147,23 +147,6 @@ Status MarkAcknowledged(PgConn& c, model::AttemptId attempt) {
       .status();
 }
 
-// The worker protocol's outcome as the attempt's end (model/lifecycle.h).
-model::AttemptEnd AttemptEndOf(Outcome o) {
-  switch (o) {
-    case Outcome::kSucceeded:
-      return model::AttemptEnd::kSucceeded;
-    case Outcome::kFailed:
-      return model::AttemptEnd::kFailed;
-    case Outcome::kTimedOut:
-      return model::AttemptEnd::kTimedOut;
-    case Outcome::kCancelled:
-      return model::AttemptEnd::kCancelled;
-    case Outcome::kPreempted:
-      return model::AttemptEnd::kPreempted;
-  }
-  return model::AttemptEnd::kFailed;
-}
-
 // Appends output of `attempt` inside the caller's transaction (see AppendLog).
 Status AppendLogInTx(PgConn& c, model::AttemptId attempt, std::int64_t lease_epoch,
                      const std::string& data, std::int64_t cap_bytes, const AttemptAuth& auth) {
@@ -229,6 +212,22 @@ StatusOr<std::optional<model::JobFacts>> LockJobFacts(PgConn& c, const std::stri
 }  // namespace
 
 namespace pg {
+
+model::AttemptEnd AttemptEndOf(Outcome o) {
+  switch (o) {
+    case Outcome::kSucceeded:
+      return model::AttemptEnd::kSucceeded;
+    case Outcome::kFailed:
+      return model::AttemptEnd::kFailed;
+    case Outcome::kTimedOut:
+      return model::AttemptEnd::kTimedOut;
+    case Outcome::kCancelled:
+      return model::AttemptEnd::kCancelled;
+    case Outcome::kPreempted:
+      return model::AttemptEnd::kPreempted;
+  }
+  return model::AttemptEnd::kFailed;
+}
 
 // A job moves once, when every part of its current attempt has ended: its one part, or
 // the last of a multi-node gang's (decision 0032). The job's row is locked before the parts
@@ -342,7 +341,7 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
   ASSIGN_OR_RETURN(auto facts, LockJobFacts(c, att.job_id, from));
   if (!facts) return Internal("job " + att.job_id + " of an active attempt is not " + from);
   model::AttemptResult result;
-  result.end = AttemptEndOf(outcome);
+  result.end = pg::AttemptEndOf(outcome);
   result.exit_code = exit_code;
   result.node = att.node;
   result.idle_stopped = att.idle_stopped;
@@ -645,7 +644,16 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
     std::string ids;    // a bigint[] literal of the finished jobs
     std::string gangs;  // gangs whose part ended, settled after the loop
     std::vector<model::AttemptId> ended;  // billed after the loop
+    // The common reports in one pass; the rest one by one, each under a savepoint.
+    ASSIGN_OR_RETURN(auto common,
+                     pg::FinishCommonReports(c, reports, log_cap_bytes, node.node_id, out));
     for (std::size_t i = 0; i < reports.size(); ++i) {
+      if (!common[i]) continue;
+      ended.push_back(reports[i].attempt_id);
+      ids += (ids.empty() ? "" : ",") + std::to_string(out[i].job_id);
+    }
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      if (common[i]) continue;
       const FinishReport& r = reports[i];
       const AttemptAuth auth{node.node_id, r.fence};
       // A refused report undoes only its own statements; the batch goes on.

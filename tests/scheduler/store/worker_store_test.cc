@@ -2,6 +2,7 @@
 // checkpoints, outcomes and the lost-node sweep.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <thread>
 
 #include "scheduler/policy/fifo_policy.h"
@@ -223,6 +224,73 @@ TEST_F(WorkerStoreTest, LogsAreKeptUpToTheCap) {
   ASSERT_EQ(chunks->size(), 1u);
   EXPECT_EQ((*chunks)[0].data, "hello ");
   EXPECT_EQ(store_->AppendLog(attempt, reg.lease_epoch + 1, "x", 10, AuthOf(attempt)).code(), StatusCode::kConflict);
+}
+
+// A batch takes its common reports (live single-node attempts of this node, decision 0037)
+// in one pass: the job, the attempt, the events, the logs and the ledger come out as the
+// report-by-report path writes them, and a second report of the same attempt in the batch
+// is refused as a report sent again would be.
+TEST_F(WorkerStoreTest, ABatchFinishesCommonReportsAsReportByReportWould) {
+  auto reg = Register("w1");
+  std::vector<model::JobId> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(Submit());
+  Cycle();
+  std::map<model::JobId, AttemptOrder> order;
+  for (const auto& o : Beat("w1", reg.lease_epoch).assignments) order[o.job_id] = o;
+  ASSERT_EQ(order.size(), 4u);
+  // Jobs 0 and 2 one by one, 1 and 3 in one batch: a success, and a failure with output.
+  const AttemptOrder& one = order[jobs[0]];
+  const AttemptOrder& three = order[jobs[2]];
+  ASSERT_TRUE(store_->FinishAttempt(one.attempt_id, reg.lease_epoch, Outcome::kSucceeded, 0,
+                                    AuthOf(one.attempt_id))
+                  .ok());
+  ASSERT_TRUE(store_->AppendLog(three.attempt_id, reg.lease_epoch, "boom\n", 1 << 20,
+                                AuthOf(three.attempt_id))
+                  .ok());
+  ASSERT_TRUE(store_->FinishAttempt(three.attempt_id, reg.lease_epoch, Outcome::kFailed, 3,
+                                    AuthOf(three.attempt_id))
+                  .ok());
+  auto report = [&](model::JobId job, Outcome outcome, int code, const std::string& log) {
+    const AttemptOrder& o = order[job];
+    return FinishReport{o.attempt_id, reg.lease_epoch, o.fence, outcome, code, log};
+  };
+  auto batch = store_->FinishAttempts({report(jobs[1], Outcome::kSucceeded, 0, ""),
+                                       report(jobs[3], Outcome::kFailed, 3, "boom\n"),
+                                       report(jobs[1], Outcome::kSucceeded, 0, "")},
+                                      1 << 20, {NodeIdOf("w1"), ""});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->size(), 3u);
+  EXPECT_TRUE((*batch)[0].status.ok()) << (*batch)[0].status.ToString();
+  EXPECT_EQ((*batch)[0].job_id, jobs[1]);
+  EXPECT_EQ((*batch)[0].state, model::JobState::kSucceeded);
+  EXPECT_TRUE((*batch)[1].status.ok()) << (*batch)[1].status.ToString();
+  EXPECT_EQ((*batch)[1].state, model::JobState::kPending);  // retried after a backoff
+  EXPECT_EQ((*batch)[2].status.code(), StatusCode::kConflict) << (*batch)[2].status.ToString();
+  // Row by row, each batched job as its report-by-report twin (names and ids aside).
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  auto row = [&](model::JobId job) {
+    auto r = (*conn)->Exec(
+        "twin_" + std::to_string(job),
+        "SELECT j.state || '|' || j.reason || '|' || j.failures || '|' ||"
+        " (j.not_before IS NOT NULL) || '|' || (j.finished_at IS NOT NULL) || '|' ||"
+        " a.end_reason || '|' || coalesce(a.exit_code::text, '-') || '|' ||"
+        " (a.acked_at IS NOT NULL) || '|' || a.billed || '|' || a.log_bytes || '|' ||"
+        " (a.ended_at >= a.started_at) || '|' ||"
+        " (SELECT count(*) FROM attempt_logs l WHERE l.attempt_id = a.id) || '|' ||"
+        " (SELECT string_agg(e.kind || ':' || coalesce(e.from_state, '') || '>' ||"
+        "   coalesce(e.to_state, '') || ':' || coalesce(e.message, ''), ';' ORDER BY e.id)"
+        "   FROM job_events e WHERE e.job_id = j.id) || '|' ||"
+        " (SELECT string_agg(le.kind || ':' || le.gpus || ':' || le.capacity_kind, ';'"
+        "   ORDER BY le.kind) FROM ledger_entries le WHERE le.attempt_id = a.id)"
+        " FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.id = $1",
+        {std::to_string(job)});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && r->rows() == 1 ? r->Text(0, 0) : std::string("missing");
+  };
+  EXPECT_EQ(row(jobs[1]), row(jobs[0]));
+  EXPECT_EQ(row(jobs[3]), row(jobs[2]));
+  EXPECT_NE(row(jobs[1]), row(jobs[3]));  // the comparison sees what differs
 }
 
 }  // namespace
