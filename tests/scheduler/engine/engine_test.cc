@@ -8,6 +8,7 @@
 #include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/store_fixture.h"
 #include "tests/testing/test_postgres.h"
 
 namespace frugal::engine {
@@ -147,6 +148,45 @@ TEST(EngineTest, AKickRunsACycleWithoutWaitingForTheTimer) {
   engine.Kick();
   EXPECT_GT(wait_for_cycles(before + 1), before);
   engine.Stop();
+}
+
+// A kicked cycle reads each team's first 100 pending jobs; the timer's cycle reads the whole
+// window (decision 0036). Here the only job that fits is its team's 102nd.
+TEST(EngineTest, AKickedCycleReadsTheHeadOfEachQueueAndTheTimersCycleTheWindow) {
+  const std::string db = testing::TestPostgres::Get().NewDatabase();
+  PgStore store(db, 2);
+  ASSERT_TRUE(store.Bootstrap(Sha256Hex("admin")).ok());
+  auto admin = *store.Authenticate(Sha256Hex("admin"));
+  ASSERT_TRUE(store.UpsertPool(testing::A100Pool("own", model::CapacityKind::kReserved, 0)).ok());
+  ASSERT_TRUE(
+      store.RegisterWorker(testing::A100Node("n1", 1), "own", Seconds(600), std::nullopt).ok());
+  policy::FifoPolicy fifo;
+  Engine engine(store, fifo, {Seconds(3600), {10000, 1000}});
+  engine.Start();
+  auto wait_for_cycles = [&](std::int64_t n) {
+    for (int i = 0; i < 500 && engine.Stats().cycles < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return engine.Stats().cycles;
+  };
+  ASSERT_GE(wait_for_cycles(1), 1);  // the first cycle, with nothing queued
+  auto submit = [&](int gpus) {
+    store::SubmitRequest r;
+    r.spec.command = {"true"};
+    r.spec.gpus = gpus;
+    return store.Submit(admin, r)->job.id;
+  };
+  for (int i = 0; i < 101; ++i) submit(2);  // none fits the 1-GPU node
+  const model::JobId small = submit(1);
+  const auto before = engine.Stats().cycles;
+  engine.Kick();
+  ASSERT_GT(wait_for_cycles(before + 1), before);
+  auto job = store.GetJob(small, std::nullopt);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->job.state, model::JobState::kPending) << "a kicked cycle read past 100";
+  EXPECT_EQ(job->job.reason, "");  // not read at all
+  engine.Stop();
+  ASSERT_TRUE(engine.RunCycleForTest().ok());  // as the timer's cycle runs
+  EXPECT_EQ(store.GetJob(small, std::nullopt)->job.state, model::JobState::kRunning);
 }
 
 TEST(EngineTest, UnreachableDatabaseIsReportedNotFatal) {
