@@ -108,6 +108,20 @@ json EncodeOrder(const store::AttemptOrder& o) {
   return protocol::Encode(a);
 }
 
+// A node's orders as heartbeat and wait replies carry them: "assignments" and "stop".
+void AddOrders(json& reply, const std::vector<store::AttemptOrder>& assignments,
+               const std::vector<store::StopOrder>& stops) {
+  json starts = json::array(), stop_list = json::array();
+  for (const auto& o : assignments) starts.push_back(EncodeOrder(o));
+  for (const auto& st : stops) {
+    json stop = {{"attempt_id", st.attempt_id}, {"reason", protocol::ToString(st.reason)}};
+    if (!st.fence.empty()) stop["fence"] = st.fence;
+    stop_list.push_back(std::move(stop));
+  }
+  reply["assignments"] = std::move(starts);
+  reply["stop"] = std::move(stop_list);
+}
+
 // The attempt's fence from a report body: required, and well formed before any lookup.
 StatusOr<store::AttemptAuth> ParseAuth(const json& body, const store::Principal& who) {
   ASSIGN_OR_RETURN(std::string fence, RequiredString(body, "fence"));
@@ -225,21 +239,16 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
                           JsonEscape(hb.node), hb.lease_epoch);
              ctx.engine.Kick();  // it takes work again
            }
-           json assignments = json::array(), stops = json::array();
-           for (const auto& o : reply.assignments) assignments.push_back(EncodeOrder(o));
-           for (const auto& st : reply.stops) {
-             json stop = {{"attempt_id", st.attempt_id}, {"reason", protocol::ToString(st.reason)}};
-             if (!st.fence.empty()) stop["fence"] = st.fence;
-             stops.push_back(std::move(stop));
-           }
-           return Reply{200, {{"lease_ttl_seconds", ctx.options.lease_ttl.count()},
-                              {"assignments", assignments},
-                              {"stop", stops}}};
+           json out = {{"lease_ttl_seconds", ctx.options.lease_ttl.count()}};
+           AddOrders(out, reply.assignments, reply.stops);
+           return Reply{200, std::move(out)};
          }));
 
   // Long-poll for work (decision 0027): answers as soon as a committed cycle gave this node
-  // assignments or stop orders, or after wait_ms. It reads nothing from the database after
-  // authentication, and renews nothing: the heartbeat that follows a change does both.
+  // assignments or stop orders, or after wait_ms. A change carries the orders themselves,
+  // read without writing anything (decision 0038), with the lease epoch they belong to; the
+  // worker's next heartbeat acknowledges them and renews the lease. Until a change, it
+  // reads nothing from the database after authentication.
   s.Post("/v1/workers/wait", Route(ctx, Access::kNode, [&ctx](const httplib::Request& req,
                                                               auto& who) -> StatusOr<Reply> {
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
@@ -250,7 +259,16 @@ void RegisterWorkerRoutes(Router& s, Context& ctx) {
            ASSIGN_OR_RETURN(auto wait_ms, RequiredInt(body, "wait_ms", 0, kMaxWaitMs));
            const auto generation = ctx.engine.WaitForWork(who->node_id, seen,
                                                           std::chrono::milliseconds(wait_ms));
-           return Reply{200, {{"generation", generation}, {"changed", generation != seen}}};
+           json out = {{"generation", generation}, {"changed", generation != seen}};
+           if (generation != seen) {
+             // Unreadable now: the worker's heartbeat brings them, as before.
+             if (auto orders = ctx.workers.ReadOrders(who->node_id);
+                 orders.ok() && orders->lease_epoch > 0) {
+               out["lease_epoch"] = orders->lease_epoch;
+               AddOrders(out, orders->assignments, orders->stops);
+             }
+           }
+           return Reply{200, std::move(out)};
          }));
 
   s.Post(R"(/v1/workers/attempts/([^/]+)/checkpoint)",

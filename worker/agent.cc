@@ -84,7 +84,11 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
     ServiceAttempts();
     EnforceLease();
     if (stopping_ && (attempts_.empty() || clock_.Now() >= give_up_at_)) break;
-    if (clock_.Now() >= next_heartbeat_ || dispatch_.exchange(false)) {
+    const bool due = clock_.Now() >= next_heartbeat_;
+    const bool woken = dispatch_.exchange(false);
+    // A wake-up's orders in hand need no heartbeat of their own (decision 0038).
+    const bool delivered = woken && TakeDelivered() && !due;
+    if (due || (woken && !delivered)) {
       next_heartbeat_ = clock_.Now() + heartbeat_interval_;
       Heartbeat();
       EnforceLease();
@@ -317,6 +321,31 @@ void Agent::ReportLateResults() {
     const bool result = a.report && a.exited && !a.lease_kill;
     it = result && Finish(a) == Progress::kDone ? attempts_.erase(it) : std::next(it);
   }
+}
+
+void Agent::Dispatch(json reply) {
+  {
+    std::lock_guard<std::mutex> lock(delivered_mu_);
+    delivered_ = std::move(reply);
+  }
+  dispatch_.store(true);
+}
+
+bool Agent::TakeDelivered() {
+  json reply;
+  {
+    std::lock_guard<std::mutex> lock(delivered_mu_);
+    reply = std::move(delivered_);
+    delivered_ = json();
+  }
+  // Only orders of this very lease, while it is sure; otherwise the heartbeat decides.
+  const auto epoch = reply.is_object() ? IntField(reply, "lease_epoch") : std::nullopt;
+  if (!registered_ || lease_doubt_ || !epoch || *epoch != lease_epoch_ ||
+      !reply.contains("assignments")) {
+    return false;
+  }
+  HandleReply(reply);
+  return true;
 }
 
 void Agent::HandleReply(const json& reply) {

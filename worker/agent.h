@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -85,10 +86,11 @@ class Agent {
   // mistake, not something to retry; an unreachable scheduler is retried.
   Status Run(const std::function<bool()>& should_stop);
 
-  // The scheduler has new orders for this node (DispatchWaiter): heartbeat at the next
-  // pass of the loop instead of at the next interval. Thread-safe; pair it with waking
-  // the `sleep` function, or it waits for the current tick to end.
-  void Dispatch() { dispatch_.store(true); }
+  // The scheduler has new orders for this node (DispatchWaiter): the next pass of the loop
+  // handles those `reply` carries (decision 0038), or heartbeats at once when it carries
+  // none for this lease. Thread-safe; pair it with waking the `sleep` function, or it
+  // waits for the current tick to end.
+  void Dispatch(nlohmann::json reply = nlohmann::json());
 
  private:
   struct Attempt {
@@ -129,6 +131,9 @@ class Agent {
   Status RegisterFirst(const std::function<bool()>& should_stop);
   void Heartbeat();
   void HandleReply(const nlohmann::json& reply);
+  // Handles the orders a wake-up delivered, if they are for this lease: true then, and no
+  // heartbeat is needed for them.
+  bool TakeDelivered();
   void HandleStop(std::int64_t attempt_id, protocol::StopReason reason);
   void HandleAssignment(const nlohmann::json& j);
   void SetLease(Millis ttl, std::optional<Millis> heartbeat);
@@ -184,6 +189,8 @@ class Agent {
   GpuStatsFn gpu_stats_;
   SleepFn sleep_;
   std::atomic<bool> dispatch_{false};
+  std::mutex delivered_mu_;
+  nlohmann::json delivered_;  // guarded by delivered_mu_: the last wake-up's reply
   std::set<uid_t> reachable_uids_;
   std::vector<JobIdentity> ended_uids_;  // reaped this pass: swept, then released
   std::optional<std::set<uid_t>> busy_uids_;  // while starting one reply's assignments  // uids whose jobs were seen to reach the work dir

@@ -14,7 +14,7 @@ constexpr std::int64_t kWaitMs = 20000;
 }  // namespace
 
 DispatchWaiter::DispatchWaiter(std::string base_url, std::string node,
-                               std::function<void()> on_change)
+                               std::function<void(const nlohmann::json&)> on_change)
     : base_url_(std::move(base_url)),
       node_(std::move(node)),
       on_change_(std::move(on_change)),
@@ -68,7 +68,7 @@ void DispatchWaiter::Loop() {
       const auto generation = r->body["generation"].get<std::int64_t>();
       if (generation != seen) {
         seen = generation;
-        on_change_();
+        on_change_(r->body);
       }
       continue;
     }

@@ -1,8 +1,10 @@
 // Long-polls POST /v1/workers/wait on its own thread and connection (decision 0027), so
 // the worker learns of new assignments and stop orders within milliseconds of the cycle
-// that made them, instead of at its next heartbeat. A change calls `on_change`, which the
-// worker answers with a heartbeat; the heartbeat stays the only way orders arrive, so a
-// lost or spurious wake-up costs at most one heartbeat interval or one extra heartbeat.
+// that made them, instead of at its next heartbeat. A change calls `on_change` with the
+// reply, which carries the orders themselves from a scheduler that reads them (decision
+// 0038); the worker starts them, or heartbeats when the reply has none. The heartbeat
+// still re-sends every order until it is acknowledged, so a lost or spurious wake-up
+// costs at most one heartbeat interval or one extra heartbeat.
 //
 // Threading: every method is thread-safe; `on_change` runs on the waiter's thread.
 #pragma once
@@ -10,6 +12,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -21,7 +24,8 @@ namespace frugal::worker {
 
 class DispatchWaiter {
  public:
-  DispatchWaiter(std::string base_url, std::string node, std::function<void()> on_change);
+  DispatchWaiter(std::string base_url, std::string node,
+                 std::function<void(const nlohmann::json& reply)> on_change);
   ~DispatchWaiter();  // Stop()s
   DispatchWaiter(const DispatchWaiter&) = delete;
   DispatchWaiter& operator=(const DispatchWaiter&) = delete;
@@ -37,7 +41,7 @@ class DispatchWaiter {
 
   const std::string base_url_;
   const std::string node_;
-  const std::function<void()> on_change_;
+  const std::function<void(const nlohmann::json&)> on_change_;
   api::Client client_;  // its own connection: the agent's requests never queue behind a poll
   std::mutex mu_;
   std::condition_variable cv_;

@@ -198,10 +198,11 @@ int main(int argc, char** argv) {
   auto options = AgentOptionsFrom(cfg);
   options.job_users = *job_users;
   frugal::worker::Agent* agent_ptr = nullptr;
-  frugal::worker::DispatchWaiter dispatch(cfg.scheduler_url, cfg.node, [&agent_ptr, &waker] {
-    agent_ptr->Dispatch();
-    waker.Notify();
-  });
+  frugal::worker::DispatchWaiter dispatch(cfg.scheduler_url, cfg.node,
+                                          [&agent_ptr, &waker](const nlohmann::json& reply) {
+                                            agent_ptr->Dispatch(reply);
+                                            waker.Notify();
+                                          });
   options.on_credential = [&dispatch](const std::string& c) { dispatch.SetCredential(c); };
   frugal::worker::Agent agent(std::move(options), client, runner, notices, clock, gpu_stats,
                               [&waker](Millis d) { waker.Wait(d); });

@@ -81,6 +81,14 @@ struct HeartbeatReply {
   bool notice_withdrawn = false;
 };
 
+// What a woken long-poll hands its node (decision 0038): the node's undelivered attempts of
+// its current epoch and its stop orders, as a heartbeat would return them.
+struct PendingOrders {
+  std::int64_t lease_epoch = 0;  // the epoch they belong to; 0: the node is not live
+  std::vector<AttemptOrder> assignments;
+  std::vector<StopOrder> stops;
+};
+
 struct CheckpointReport {
   model::AttemptId attempt_id = 0;
   std::int64_t lease_epoch = 0;
@@ -139,6 +147,11 @@ class WorkerStore {
   // this node (node_lost), returns undelivered attempts of the current epoch and stop
   // orders.
   virtual StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) = 0;
+
+  // The orders a heartbeat of `node` would return now, read without writing anything: no
+  // lease renewal and no acknowledgement (the next heartbeat does both; until then the
+  // same orders are read again, and the worker starts each attempt once).
+  virtual StatusOr<PendingOrders> ReadOrders(model::NodeId node) = 0;
 
   // Commits a checkpoint. PermissionDenied if the attempt is not on `auth.node_id`;
   // Conflict if it is not active on that epoch or the fence is wrong; FailedPrecondition

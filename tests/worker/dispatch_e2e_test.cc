@@ -171,10 +171,24 @@ TEST_F(DispatchE2eTest, WaitAnswersOnlyItsOwnNodeAndWakesOnAssignment) {
   auto answer = first.get();
   EXPECT_EQ(answer.status, 200) << answer.raw;
   EXPECT_EQ(answer.body["changed"], true) << answer.raw;
-  // The other node got nothing: its wait runs to its end, unchanged.
+  // The answer carries the order itself, for the node's lease (decision 0038)...
+  ASSERT_EQ(answer.body.value("assignments", json::array()).size(), 1u) << answer.raw;
+  EXPECT_EQ(answer.body["assignments"][0]["job_id"], id) << answer.raw;
+  const auto epoch = answer.body.value("lease_epoch", std::int64_t{0});
+  EXPECT_GE(epoch, 1) << answer.raw;
+  EXPECT_TRUE(answer.body["stop"].is_array()) << answer.raw;
+  // ...and acknowledged nothing: the node's heartbeat still delivers it.
+  const std::string node = a_ready ? "api-a" : "api-b";
+  auto hb = sched_->Call("POST", "/v1/workers/heartbeat", a_ready ? cred_a : cred_b,
+                         json({{"node", node}, {"lease_epoch", epoch}}).dump());
+  ASSERT_EQ(hb.status, 200) << hb.raw;
+  ASSERT_EQ(hb.body["assignments"].size(), 1u) << hb.raw;
+  EXPECT_EQ(hb.body["assignments"][0]["attempt_id"], answer.body["assignments"][0]["attempt_id"]);
+  // The other node got nothing: its wait runs to its end, unchanged, and carries no orders.
   auto& other = a_ready ? poll_b : poll_a;
   auto rest = other.get();
   EXPECT_EQ(rest.body["changed"], false) << rest.raw;
+  EXPECT_FALSE(rest.body.contains("assignments")) << rest.raw;
 }
 
 TEST_F(DispatchE2eTest, BatchedFinishJudgesEachReportAlone) {

@@ -137,6 +137,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
                                         Seconds lease_ttl, std::optional<model::NodeId> caller,
                                         std::optional<std::int64_t> join_token = std::nullopt) override;
   StatusOr<HeartbeatReply> Heartbeat(const HeartbeatRequest& req, Seconds lease_ttl) override;
+  StatusOr<PendingOrders> ReadOrders(model::NodeId node) override;
   Status CommitCheckpoint(const CheckpointReport& report, const AttemptAuth& auth) override;
   Status AppendLog(model::AttemptId attempt, std::int64_t lease_epoch, const std::string& data,
                    std::int64_t cap_bytes, const AttemptAuth& auth) override;

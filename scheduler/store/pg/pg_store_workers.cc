@@ -350,6 +350,83 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
   return att.job_id;
 }
 
+// The stop orders of `node_id`'s active attempts, and a stale order for each id of
+// `running` (a jsonb array) that is not an active attempt of that node.
+StatusOr<std::vector<StopOrder>> ReadStops(PgConn& c, const std::string& node_id,
+                                           const std::string& running) {
+  std::vector<StopOrder> stops;
+  ASSIGN_OR_RETURN(
+      auto s,
+      c.Exec("heartbeat_stops",
+             "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
+             " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
+             " a.node_id = $1 AND a.ended_at IS NULL)"
+             " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
+             " 'cancelled' ELSE coalesce(a.stop_reason, 'preempted') END, a.fence"
+             " FROM attempts a JOIN jobs j ON"
+             " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
+             " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL"
+             // A gang whose part ended badly cannot go on: its other parts stop
+             // and end preempted, and the gang moves as its worst part ended.
+             " OR (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") "))",
+             {node_id, running}));
+  for (int i = 0; i < s.rows(); ++i) {
+    ASSIGN_OR_RETURN(auto reason, protocol::ParseStopReason(s.Text(i, 1)));
+    stops.push_back({s.Int(i, 0), reason, s.Text(i, 2)});
+  }
+  return stops;
+}
+
+// `node_id`'s attempts of `epoch` not yet delivered (acknowledged), as start orders.
+StatusOr<std::vector<AttemptOrder>> ReadAssignments(PgConn& c, const std::string& node_id,
+                                                    std::int64_t epoch) {
+  std::vector<AttemptOrder> orders;
+  ASSIGN_OR_RETURN(
+      auto a, c.Exec("heartbeat_assignments",
+                     std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
+                         ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
+                         " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
+                         " k.job_id = j.id), a.rank, a.gang_size,"
+                         " (SELECT coalesce(nullif(n0.address, ''), n0.name) FROM"
+                         " attempts a0 JOIN nodes n0 ON n0.id = a0.node_id WHERE a0.job_id ="
+                         " a.job_id AND a0.number = a.number AND a0.rank = 0),"
+                         // Set by ApplyPlan; the hash it replaced for a gang started by a
+                         // scheduler that predates migration 0026.
+                         " coalesce(a.master_port, 20000 + ((a.job_id * 1000003 + a.number)"
+                         " % 10000)::int)"
+                         " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+                         " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
+                         " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"
+                         " AND a.acked_at IS NULL"
+                         " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
+                         " AND (a.gang_size = 1 OR NOT " FRUGAL_GANG_BROKEN("a") ")"
+                         " ORDER BY a.id",
+                     {node_id, std::to_string(epoch)}));
+  constexpr int kFirstJobColumn = 4;
+  for (int i = 0; i < a.rows(); ++i) {
+    // Job columns start after the attempt's; the two checkpoint columns follow them.
+    model::Job job = pg::ParseJob(a, i, kFirstJobColumn);
+    AttemptOrder o;
+    o.attempt_id = a.Int(i, 0);
+    o.number = static_cast<int>(a.Int(i, 1));
+    o.gpus = static_cast<int>(a.Int(i, 2));
+    o.fence = a.Text(i, 3);
+    o.job_id = job.id;
+    o.spec = job.spec;
+    const int after_job = kFirstJobColumn + pg::kJobColumnCount;
+    if (!a.IsNull(i, after_job)) o.resume_from = a.Text(i, after_job);
+    o.resume_step = a.OptInt(i, after_job + 1);
+    o.rank = static_cast<int>(a.Int(i, after_job + 2));
+    o.gang_size = static_cast<int>(a.Int(i, after_job + 3));
+    if (o.gang_size > 1) {
+      o.master_addr = a.IsNull(i, after_job + 4) ? "" : a.Text(i, after_job + 4);
+      o.master_port = static_cast<int>(a.Int(i, after_job + 5));  // the same on every part
+    }
+    orders.push_back(std::move(o));
+  }
+  return orders;
+}
+
 }  // namespace
 
 namespace pg {
@@ -519,68 +596,28 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                            " a.ended_at IS NULL",
                            {node_id, req.usage_json})
                         .status());
-    ASSIGN_OR_RETURN(
-        auto s, c.Exec("heartbeat_stops",
-                       "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
-                       " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
-                       " a.node_id = $1 AND a.ended_at IS NULL)"
-                       " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
-                       " 'cancelled' ELSE coalesce(a.stop_reason, 'preempted') END, a.fence"
-                       " FROM attempts a JOIN jobs j ON"
-                       " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
-                       " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL"
-                       // A gang whose part ended badly cannot go on: its other parts stop
-                       // and end preempted, and the gang moves as its worst part ended.
-                       " OR (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") "))",
-                       {node_id, running.dump()}));
-    for (int i = 0; i < s.rows(); ++i) {
-      ASSIGN_OR_RETURN(auto reason, protocol::ParseStopReason(s.Text(i, 1)));
-      reply.stops.push_back({s.Int(i, 0), reason, s.Text(i, 2)});
-    }
-    ASSIGN_OR_RETURN(
-        auto a, c.Exec("heartbeat_assignments",
-                       std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
-                           ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
-                           " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
-                           " k.job_id = j.id), a.rank, a.gang_size,"
-                           " (SELECT coalesce(nullif(n0.address, ''), n0.name) FROM"
-                           " attempts a0 JOIN nodes n0 ON n0.id = a0.node_id WHERE a0.job_id ="
-                           " a.job_id AND a0.number = a.number AND a0.rank = 0),"
-                           // Set by ApplyPlan; the hash it replaced for a gang started by a
-                           // scheduler that predates migration 0026.
-                           " coalesce(a.master_port, 20000 + ((a.job_id * 1000003 + a.number)"
-                           " % 10000)::int)"
-                           " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-                           " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
-                           " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"
-                           " AND a.acked_at IS NULL"
-                           " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
-                           " AND (a.gang_size = 1 OR NOT " FRUGAL_GANG_BROKEN("a") ")"
-                           " ORDER BY a.id",
-                       {node_id, std::to_string(req.lease_epoch)}));
-    constexpr int kFirstJobColumn = 4;
-    for (int i = 0; i < a.rows(); ++i) {
-      // Job columns start after the attempt's; the two checkpoint columns follow them.
-      model::Job job = pg::ParseJob(a, i, kFirstJobColumn);
-      AttemptOrder o;
-      o.attempt_id = a.Int(i, 0);
-      o.number = static_cast<int>(a.Int(i, 1));
-      o.gpus = static_cast<int>(a.Int(i, 2));
-      o.fence = a.Text(i, 3);
-      o.job_id = job.id;
-      o.spec = job.spec;
-      const int after_job = kFirstJobColumn + pg::kJobColumnCount;
-      if (!a.IsNull(i, after_job)) o.resume_from = a.Text(i, after_job);
-      o.resume_step = a.OptInt(i, after_job + 1);
-      o.rank = static_cast<int>(a.Int(i, after_job + 2));
-      o.gang_size = static_cast<int>(a.Int(i, after_job + 3));
-      if (o.gang_size > 1) {
-        o.master_addr = a.IsNull(i, after_job + 4) ? "" : a.Text(i, after_job + 4);
-        o.master_port = static_cast<int>(a.Int(i, after_job + 5));  // the same on every part
-      }
-      reply.assignments.push_back(std::move(o));
-    }
+    ASSIGN_OR_RETURN(reply.stops, ReadStops(c, node_id, running.dump()));
+    ASSIGN_OR_RETURN(reply.assignments, ReadAssignments(c, node_id, req.lease_epoch));
     return reply;
+  });
+}
+
+StatusOr<PendingOrders> PgStore::ReadOrders(model::NodeId node) {
+  return InTransaction<PendingOrders>(pool_, [&](PgConn& c) -> StatusOr<PendingOrders> {
+    // One view for both reads; nothing is written.
+    RETURN_IF_ERROR(
+        c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+    PendingOrders out;
+    ASSIGN_OR_RETURN(auto n, c.Exec("orders_epoch",
+                                    "SELECT lease_epoch FROM nodes WHERE id = $1 AND state IN"
+                                    " ('live', 'draining') AND lease_expires_at > now()",
+                                    {std::to_string(node)}));
+    if (n.rows() == 0) return out;
+    out.lease_epoch = n.Int(0, 0);
+    const std::string node_id = std::to_string(node);
+    ASSIGN_OR_RETURN(out.stops, ReadStops(c, node_id, "[]"));
+    ASSIGN_OR_RETURN(out.assignments, ReadAssignments(c, node_id, out.lease_epoch));
+    return out;
   });
 }
 
