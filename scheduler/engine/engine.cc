@@ -127,7 +127,7 @@ class Engine::Impl {
   Status RunCycle(Depth depth = Depth::kFull) {
     kick_pending_ = false;
     metrics::Stopwatch watch;
-    Status st = Cycle(WindowFor(depth));
+    Status st = Cycle(WindowFor(depth), depth);
     if (store::IsNotLeader(st)) {
       // The fence refused a write: the term ended while this cycle ran (this process was
       // frozen or cut off). Nothing was written; a standby leads now.
@@ -218,7 +218,7 @@ class Engine::Impl {
     stats_.leader = false;
   }
 
-  Status Cycle(const store::PendingWindow& window) {
+  Status Cycle(const store::PendingWindow& window, Depth depth) {
     ASSIGN_OR_RETURN(bool leader, Lead());
     if (!leader) return Status::Ok();
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
@@ -234,6 +234,10 @@ class Engine::Impl {
     ASSIGN_OR_RETURN(int reclaimed, ReclaimIdleGpus(store_, snapshot));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy_.Decide(snapshot);
+    // Idle nodes are released only by a cycle that read the whole window: a pool keeps an
+    // idle node for the jobs it grows for (a gang waiting for more nodes), and a kicked
+    // cycle may not see them. Releases wait minutes anyway (idle_timeout).
+    if (depth == Depth::kKicked) plan.node_releases.clear();
     policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
     // And hard budgets, pricing jobs with the policy's own knobs.
     policy::EnforceBudgets(snapshot, plan, policy_.config());

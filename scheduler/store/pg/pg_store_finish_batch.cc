@@ -41,7 +41,9 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
     fence.push_back({{"i", i}, {"id", r.attempt_id}, {"epoch", r.lease_epoch}, {"fence", r.fence}});
   }
   if (fence.empty()) return done;
-  // The attempts that pass CheckFence's test, locked in id order as every batch locks them.
+  // The attempts that pass CheckFence's test, locked in id order. (The reports left to the
+  // other path lock theirs afterwards, in report order: a conflict with a sweep of the
+  // same node can deadlock, which fails the batch, and the worker sends it again.)
   // A part of a multi-node gang, a late result or a refusal is left to the other path.
   ASSIGN_OR_RETURN(
       auto f, c.Exec("finish_common_fence",
