@@ -98,7 +98,7 @@ Status Agent::Run(const std::function<bool()>& should_stop) {
   }
   SyncJournal();
   for (auto& [id, a] : attempts_) {
-    // Its state file stays: the next life reports a result it has, and kills what is left.
+    // Its journal record stays: the next life reports a result it has, and kills what is left.
     spdlog::error(R"("event":"attempt_unreported","attempt_id":{},"outcome":"{}")", id,
                   protocol::ToString(OutcomeOf(a)));
     if (!a.exited) runner_.SignalGroup(a.pid, SIGKILL);

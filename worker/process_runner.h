@@ -63,7 +63,7 @@ class ProcessRunner {
 
   // Whether Start runs anything. A runner that runs nothing (--noop) needs no job uid, no
   // job directories and no sweep of the uid's processes: the agent skips them, and keeps
-  // the rest of the protocol (state files, reports) as for a real job.
+  // the rest of the protocol (the attempt journal, reports) as for a real job.
   virtual bool RunsProcesses() const { return true; }
 };
 
