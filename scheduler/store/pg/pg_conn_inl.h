@@ -26,4 +26,16 @@ StatusOr<T> InTransaction(PgPool& pool, Fn&& fn) {
   }
 }
 
+template <typename T, typename Fn>
+StatusOr<T> Autocommit(PgPool& pool, Repeat repeat, Fn&& fn) {
+  for (int attempt = 0;; ++attempt) {
+    auto lease = pool.Acquire();
+    if (!lease.ok()) return lease.status();
+    PgConn& c = **lease;
+    StatusOr<T> result = fn(c);
+    if (!result.ok() && repeat == Repeat::kReads && !c.healthy() && attempt < 3) continue;
+    return result;
+  }
+}
+
 }  // namespace frugal::store

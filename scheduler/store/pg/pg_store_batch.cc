@@ -86,7 +86,7 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
   ASSIGN_OR_RETURN(
       auto ins,
       c.Exec("batch_insert",
-             "INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
+             "WITH ins AS (INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
              " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
              " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
              " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
@@ -114,30 +114,22 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " array_id bigint, array_index int, nodes int)"
              " ORDER BY r.id"
              " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
-             " DO NOTHING RETURNING id",
-             {team, std::to_string(who.user_id), rows.dump()}));
+             " DO NOTHING RETURNING id, state, reason),"
+             // The submitted events from the rows just written, not read back by id.
+             " ev AS (INSERT INTO job_events (job_id, kind, to_state, message)"
+             " SELECT id, 'submitted', state, 'submitted by ' || $4 ||"
+             " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END FROM ins ORDER BY id)"
+             " SELECT id FROM ins",
+             {team, std::to_string(who.user_id), rows.dump(), who.user}));
   std::set<JobId> inserted;
   for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
-  json created = json::array(), replayed = json::array();
+  json replayed = json::array();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     items[i].created = inserted.count(items[i].id) > 0;
-    if (items[i].created) {
-      created.push_back(items[i].id);
-    } else if (reqs[i].idempotency_key) {
-      replayed.push_back(*reqs[i].idempotency_key);
-    } else {
+    if (items[i].created) continue;
+    if (!reqs[i].idempotency_key)
       return Internal("batch row " + std::to_string(i) + " was neither stored nor a retry");
-    }
-  }
-  if (!created.empty()) {
-    RETURN_IF_ERROR(c.Exec("batch_events",
-                           "INSERT INTO job_events (job_id, kind, to_state, message)"
-                           " SELECT id, 'submitted', state, 'submitted by ' || $2 ||"
-                           " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END"
-                           " FROM jobs WHERE id IN (SELECT jsonb_array_elements_text("
-                           "$1::jsonb)::bigint) ORDER BY id",
-                           {created.dump(), who.user})
-                        .status());
+    replayed.push_back(*reqs[i].idempotency_key);
   }
   if (replayed.empty()) return items;
   // Retries: the job each key stored before, if it was stored for the same request.

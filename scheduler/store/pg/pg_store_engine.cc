@@ -437,8 +437,8 @@ std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(
 }  // namespace pg
 
 StatusOr<std::vector<model::Pool>> PgStore::ListPools() {
-  return InTransaction<std::vector<model::Pool>>(
-      pool_, [this](PgConn& c) { return pg::LoadPools(c, &availability_cache_); });
+  return Autocommit<std::vector<model::Pool>>(
+      pool_, Repeat::kReads, [this](PgConn& c) { return pg::LoadPools(c, &availability_cache_); });
 }
 
 namespace {

@@ -13,26 +13,28 @@ using nlohmann::json;
 
 namespace {
 
+// One statement, so that it reads one snapshot outside a transaction too.
 StatusOr<model::GuardrailSettings> ReadSettings(PgConn& c) {
   ASSIGN_OR_RETURN(auto r, c.Exec("guardrails_read",
-                                  "SELECT array_to_json(premium_gpu_types), approval_above_gpus,"
-                                  " idle_threshold_percent, idle_window_s FROM guardrail_settings"));
+                                  "SELECT array_to_json(g.premium_gpu_types), g.approval_above_gpus,"
+                                  " g.idle_threshold_percent, g.idle_window_s,"
+                                  " (SELECT coalesce(json_agg(json_build_array(priority,"
+                                  " default_max_runtime_s, max_max_runtime_s, min_run_time_s)"
+                                  " ORDER BY priority), '[]') FROM priority_class_runtimes)::text"
+                                  " FROM (SELECT 1) one LEFT JOIN guardrail_settings g ON true"));
   model::GuardrailSettings s;
-  if (r.rows() == 1) {
+  if (!r.IsNull(0, 0)) {
     s.premium_gpu_types = json::parse(r.Text(0, 0)).get<std::vector<std::string>>();
     s.approval_above_gpus = static_cast<int>(r.Int(0, 1));
     s.idle_threshold_percent = static_cast<int>(r.Int(0, 2));
     s.idle_window = Seconds(r.Int(0, 3));
   }
-  ASSIGN_OR_RETURN(auto rt, c.Exec("guardrails_runtimes",
-                                   "SELECT priority, default_max_runtime_s, max_max_runtime_s,"
-                                   " min_run_time_s FROM priority_class_runtimes ORDER BY priority"));
-  for (int i = 0; i < rt.rows(); ++i) {
+  for (const json& row : json::parse(r.Text(0, 4))) {
     model::ClassRuntime cr;
-    if (auto d = rt.OptInt(i, 1)) cr.default_max_runtime = Seconds(*d);
-    if (auto m = rt.OptInt(i, 2)) cr.max_max_runtime = Seconds(*m);
-    if (auto m = rt.OptInt(i, 3)) cr.min_run_time = Seconds(*m);
-    s.runtimes[rt.Text(i, 0)] = cr;
+    if (!row[1].is_null()) cr.default_max_runtime = Seconds(row[1].get<std::int64_t>());
+    if (!row[2].is_null()) cr.max_max_runtime = Seconds(row[2].get<std::int64_t>());
+    if (!row[3].is_null()) cr.min_run_time = Seconds(row[3].get<std::int64_t>());
+    s.runtimes[row[0].get<std::string>()] = cr;
   }
   return s;
 }
@@ -62,7 +64,7 @@ PgParam OptSeconds(const std::optional<Seconds>& s) {
 }  // namespace
 
 StatusOr<model::GuardrailSettings> PgStore::GetGuardrails() {
-  return InTransaction<model::GuardrailSettings>(pool_, ReadSettings);
+  return Autocommit<model::GuardrailSettings>(pool_, Repeat::kReads, ReadSettings);
 }
 
 namespace pg {

@@ -144,7 +144,10 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
   const model::JobSpec& s = req.spec;
   auto rank = model::PriorityRank(s.priority);
   if (!rank.ok()) return rank.status();
-  return InTransaction<SubmitResult>(pool_, [&](PgConn& c) -> StatusOr<SubmitResult> {
+  // Outside a transaction (decision 0039): the job, its event and its read-back are one
+  // statement, and what is read besides cannot change under it (jobs are never deleted, a
+  // key's job never changes). A lost connection is not retried: the job may be stored.
+  return Autocommit<SubmitResult>(pool_, Repeat::kNever, [&](PgConn& c) -> StatusOr<SubmitResult> {
     std::vector<JobId> deps = s.after;
     for (auto id : s.after_any)
       if (std::find(deps.begin(), deps.end(), id) == deps.end()) deps.push_back(id);
@@ -175,13 +178,14 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
         json(s.after_any).dump(),
         req.approval_reason,
         std::to_string(s.nodes),
+        "submitted by " + who.user + (req.approval_reason ? "; " + *req.approval_reason : ""),
     };
     ASSIGN_OR_RETURN(
         auto ins,
         c.Exec("submit_job",
-               "INSERT INTO jobs (team_id, user_id, name, project, command, env, working_dir,"
-               " gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank, deadline, estimate_s,"
-               " max_runtime_s, tolerance, checkpoint_interval_s, depends_on, labels,"
+               "WITH j AS (INSERT INTO jobs (team_id, user_id, name, project, command, env,"
+               " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank, deadline,"
+               " estimate_s, max_runtime_s, tolerance, checkpoint_interval_s, depends_on, labels,"
                " max_attempts, idempotency_key, request_sha256, depends_on_any, state, reason,"
                " awaiting_approval, nodes) VALUES ($1, $2,"
                " $3, $4,"
@@ -193,34 +197,29 @@ StatusOr<SubmitResult> PgStore::Submit(const Principal& who, const SubmitRequest
                " CASE WHEN $24::text IS NULL THEN 'pending' ELSE 'held' END, coalesce($24, ''),"
                " $24::text IS NOT NULL, $25)"
                " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
-               " DO NOTHING RETURNING id",
+               " DO NOTHING RETURNING *),"
+               " e AS (INSERT INTO job_events (job_id, kind, to_state, message)"
+               " SELECT id, 'submitted', state, $26 FROM j)"
+               " SELECT " + std::string(pg::kJobColumns) +
+               " FROM j JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id",
                p));
     SubmitResult result;
-    JobId id;
     if (ins.rows() == 1) {
-      id = ins.Int(0, 0);
       result.created = true;
-      RETURN_IF_ERROR(c.Exec("submitted_event",
-                             "INSERT INTO job_events (job_id, kind, to_state, message)"
-                             " VALUES ($1, 'submitted', $3, $2)",
-                             {std::to_string(id),
-                              "submitted by " + who.user +
-                                  (req.approval_reason ? "; " + *req.approval_reason : ""),
-                              req.approval_reason ? "held" : "pending"})
-                          .status());
-    } else {
-      ASSIGN_OR_RETURN(auto prev, c.Exec("job_by_idempotency_key",
-                                         "SELECT id, request_sha256 FROM jobs WHERE team_id = $1"
-                                         " AND idempotency_key = $2",
-                                         {std::to_string(who.team_id), req.idempotency_key}));
-      if (prev.rows() == 0) return Internal("idempotency key conflict without a row");
-      if (prev.Text(0, 1) != req.request_sha256) {
-        return Conflict("Idempotency-Key '" + *req.idempotency_key + "' was already used by job " +
-                        prev.Text(0, 0) + " with a different request; use a new key");
-      }
-      id = prev.Int(0, 0);
+      result.job = pg::ParseJob(ins, 0);
+      return result;
     }
-    ASSIGN_OR_RETURN(result.job, LoadJob(c, id, std::nullopt));
+    // A retry: the key's job, if it was stored for the same request.
+    ASSIGN_OR_RETURN(auto prev, c.Exec("job_by_idempotency_key",
+                                       "SELECT id, request_sha256 FROM jobs WHERE team_id = $1"
+                                       " AND idempotency_key = $2",
+                                       {std::to_string(who.team_id), req.idempotency_key}));
+    if (prev.rows() == 0) return Internal("idempotency key conflict without a row");
+    if (prev.Text(0, 1) != req.request_sha256) {
+      return Conflict("Idempotency-Key '" + *req.idempotency_key + "' was already used by job " +
+                      prev.Text(0, 0) + " with a different request; use a new key");
+    }
+    ASSIGN_OR_RETURN(result.job, LoadJob(c, prev.Int(0, 0), std::nullopt));
     return result;
   });
 }

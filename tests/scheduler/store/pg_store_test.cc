@@ -61,6 +61,15 @@ TEST_F(PgStoreTest, SubmitStoresEveryFieldAndAnEvent) {
   EXPECT_EQ(d->job.state, model::JobState::kPending);
   ASSERT_EQ(d->events.size(), 1u);
   EXPECT_EQ(d->events[0].kind, "submitted");
+  EXPECT_EQ(d->events[0].message, "submitted by alice");
+  // The job Submit answers with (the insert's own row) is the job as stored.
+  EXPECT_EQ(res->job.team, "vision");
+  EXPECT_EQ(res->job.user, "alice");
+  EXPECT_EQ(res->job.spec.gpus, 4);
+  EXPECT_EQ(res->job.spec.env.at("LR"), "0.1");
+  EXPECT_EQ(res->job.state, model::JobState::kPending);
+  EXPECT_EQ(res->job.created_at, d->job.created_at);
+  EXPECT_EQ(FormatRfc3339(*res->job.spec.deadline), "2030-01-01T00:00:00Z");
 }
 
 TEST_F(PgStoreTest, SameIdempotencyKeyGivesTheSameJob) {
