@@ -19,6 +19,7 @@
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/engine/availability_refitter.h"
+#include "scheduler/engine/statistics_keeper.h"
 #include "scheduler/engine/spot_solver.h"
 #include "scheduler/policy/cost_policy.h"
 #include "scheduler/policy/policy.h"
@@ -155,6 +156,8 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
                                      cfg.leader_lease_ttl)});
   // Spot availability models are refitted on their own thread, never in the cycle.
   frugal::engine::AvailabilityRefitter refitter(store, cfg.availability_refit_interval);
+  // Planner statistics follow bursts within a second, not autovacuum's minute (0040).
+  frugal::engine::StatisticsKeeper statistics(store, std::chrono::seconds(1));
   // The learned spot controller's tables are solved off the cycle (decision 0023).
   std::shared_ptr<frugal::policy::SpotBook> spot_book;
   if (auto* cost = dynamic_cast<const frugal::policy::CostPolicy*>(policy->get()))
@@ -171,6 +174,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   alerts.Start();
   spot_solver.Start();
   refitter.Start();
+  statistics.Start();
   const std::string reach = host == "0.0.0.0" ? "127.0.0.1" : host;
   const std::string url = "http://" + reach + ":" + std::to_string(*bound);
   if (*local) {

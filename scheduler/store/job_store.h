@@ -399,6 +399,12 @@ class JobStore {
   // one still going on not ended), written as its fitted model. One transaction per pool;
   // slow (reads every node life), so never called from the scheduling cycle.
   virtual StatusOr<std::vector<RefitResult>> RefitAvailability() = 0;
+  // Gathers planner statistics (ANALYZE) for each of the store's tables whose rows changed
+  // by more than 50 + 10% since its statistics were last gathered, the threshold of
+  // PostgreSQL's autovacuum, which looks only once a minute (decision 0040). Returns the
+  // tables it analyzed. A table another session is analyzing is skipped. Never called
+  // from the scheduling cycle.
+  virtual StatusOr<std::vector<std::string>> RefreshStatistics() = 0;
 
   // --- nodes (decision 0021); each change is audited with `actor`, action node.drain,
   // node.undrain or node.remove, subject "node/NAME". NotFound for an unknown or removed

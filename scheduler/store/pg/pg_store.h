@@ -110,6 +110,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
                                                 const std::string& source) override;
   StatusOr<PoolAvailability> GetAvailability(const std::string& pool) override;
   StatusOr<std::vector<RefitResult>> RefitAvailability() override;
+  StatusOr<std::vector<std::string>> RefreshStatistics() override;
 
   // pg_store_nodes.cc
   StatusOr<std::vector<NodeInfo>> ListNodes() override;

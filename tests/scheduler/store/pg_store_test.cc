@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "common/crypto.h"
+#include "scheduler/store/pg/pg_conn.h"
 #include "tests/testing/store_fixture.h"
 #include "tests/testing/test_postgres.h"
 
@@ -475,6 +480,43 @@ TEST(PgConnTest, ConnectsWithUriAndKeyValueForms) {
   EXPECT_FALSE(PgConn::Connect("postgresql://frugal@/no_such_db?host=" +
                                pg.cluster().socket_dir() + "&port=5432")
                    .ok());
+}
+
+}  // namespace
+}  // namespace frugal::store
+
+namespace frugal::store {
+namespace {
+
+// Decision 0040: tables that changed a lot get fresh planner statistics at the next look,
+// not at autovacuum's next visit, and tables that did not change are left alone.
+TEST_F(PgStoreTest, StatisticsAreRefreshedForTablesThatChangedALot) {
+  auto c = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(c.ok());
+  // Only the store may analyze jobs here, whenever autovacuum visits this database.
+  ASSERT_TRUE((*c)->ExecScript("ALTER TABLE jobs SET (autovacuum_enabled = false)").ok());
+  Principal alice = Researcher("vision", "alice");
+  ASSERT_TRUE(store_->SubmitBatch(alice, std::vector<SubmitRequest>(500, Req("sweep"))).ok());
+  // A session reports its changes to pg_stat_user_tables about a second after it goes
+  // idle: wait for that, with a deadline, rather than for a fixed time.
+  auto has_jobs = [](const std::vector<std::string>& t) {
+    return std::find(t.begin(), t.end(), "jobs") != t.end();
+  };
+  bool analyzed = false;
+  for (int i = 0; i < 150 && !analyzed; ++i) {
+    auto r = store_->RefreshStatistics();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    analyzed = has_jobs(*r);
+    if (!analyzed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(analyzed) << "jobs was never analyzed after 500 inserts";
+  auto tuples = (*c)->Exec("reltuples", "SELECT reltuples::bigint FROM pg_class WHERE oid = 'jobs'::regclass");
+  ASSERT_TRUE(tuples.ok());
+  EXPECT_EQ(tuples->Int(0, 0), 500);  // was -1: never analyzed
+  // Nothing changed since: a second look leaves jobs alone.
+  auto again = store_->RefreshStatistics();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(has_jobs(*again));
 }
 
 }  // namespace
