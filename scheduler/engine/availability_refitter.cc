@@ -6,20 +6,6 @@
 
 namespace frugal::engine {
 
-void AvailabilityRefitter::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void AvailabilityRefitter::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
 StatusOr<std::vector<store::RefitResult>> AvailabilityRefitter::RunOnce() {
   ASSIGN_OR_RETURN(auto results, store_.RefitAvailability());
   for (const auto& r : results) {
@@ -30,16 +16,10 @@ StatusOr<std::vector<store::RefitResult>> AvailabilityRefitter::RunOnce() {
   return results;
 }
 
-void AvailabilityRefitter::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
-    if (auto r = RunOnce(); !r.ok()) {
-      spdlog::warn(R"("event":"availability_refit_failed","error":"{}")",
-                   JsonEscape(r.status().message()));
-    }
-    lock.lock();
-    cv_.wait_for(lock, interval_, [this] { return stopping_; });
+void AvailabilityRefitter::Tick() {
+  if (auto r = RunOnce(); !r.ok()) {
+    spdlog::warn(R"("event":"availability_refit_failed","error":"{}")",
+                 JsonEscape(r.status().message()));
   }
 }
 

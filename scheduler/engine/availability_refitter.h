@@ -3,15 +3,13 @@
 // lives and imported history, so the scheduling cycle only ever reads a fitted model.
 // A failed refit is logged and tried again at the next interval; the last good fit stays.
 //
-// Threading: Start/Stop from any thread; refits run on the refitter's own thread.
+// Threading: Start/Stop from one thread; refits run on the refitter's own thread.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/periodic.h"
 #include "common/status.h"
 #include "scheduler/store/job_store.h"
 
@@ -21,27 +19,22 @@ class AvailabilityRefitter {
  public:
   // `interval`: time between refits (the first one runs at Start).
   AvailabilityRefitter(store::JobStore& store, Seconds interval)
-      : store_(store), interval_(interval) {}
-  ~AvailabilityRefitter() { Stop(); }
-  AvailabilityRefitter(const AvailabilityRefitter&) = delete;
-  AvailabilityRefitter& operator=(const AvailabilityRefitter&) = delete;
+      : store_(store),
+        thread_(std::chrono::duration_cast<std::chrono::milliseconds>(interval),
+                [this] { Tick(); }) {}
 
-  void Start();
-  void Stop();  // finishes the refit in progress, then joins
+  void Start() { thread_.Start(); }
+  void Stop() { thread_.Stop(); }  // finishes the refit in progress, then joins
 
   // One refit of every spot pool on the caller's thread, logged per pool (lives read,
   // ticks observed, milliseconds). For tests and the thread's loop.
   StatusOr<std::vector<store::RefitResult>> RunOnce();
 
  private:
-  void Loop();
+  void Tick();
 
   store::JobStore& store_;
-  const Seconds interval_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  std::thread thread_;
+  Periodic thread_;  // last: stopped (joined) before the members it uses go
 };
 
 }  // namespace frugal::engine

@@ -5,12 +5,9 @@
 // Thread-safety: Start and Stop from one thread; the book is internally synchronised.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <thread>
 
-#include "common/clock.h"
+#include "common/periodic.h"
 #include "scheduler/policy/spot_book.h"
 
 namespace frugal::engine {
@@ -19,19 +16,16 @@ class SpotSolver {
  public:
   // Looks for queued tables every `interval`. A null book: Start does nothing.
   SpotSolver(std::shared_ptr<policy::SpotBook> book, std::chrono::milliseconds interval)
-      : book_(std::move(book)), interval_(interval) {}
-  ~SpotSolver() { Stop(); }
-  void Start();
-  void Stop();
+      : book_(std::move(book)), thread_(interval, [this] { Tick(); }) {}
+  void Start() {
+    if (book_) thread_.Start();
+  }
+  void Stop() { thread_.Stop(); }  // finishes the table in progress, then joins
 
  private:
-  void Loop();
+  void Tick();
   std::shared_ptr<policy::SpotBook> book_;
-  std::chrono::milliseconds interval_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  Periodic thread_;  // last: stopped (joined) before the members it uses go
 };
 
 }  // namespace frugal::engine

@@ -16,12 +16,13 @@ StatusOr<std::vector<std::string>> PgStore::RefreshStatistics() {
       pool_, Repeat::kReads, [](PgConn& c) -> StatusOr<std::vector<std::string>> {
         // Autovacuum's analyze threshold (50 rows + 10% of the table), over the tables of
         // the schema the store's statements use. reltuples is -1 before any ANALYZE.
-        ASSIGN_OR_RETURN(auto r, c.Exec("statistics_stale",
-                                        "SELECT s.relname, format('%I.%I', s.schemaname, s.relname)"
-                                        " FROM pg_stat_user_tables s JOIN pg_class k ON k.oid = s.relid"
-                                        " WHERE s.schemaname = current_schema()"
-                                        " AND s.n_mod_since_analyze > 50 + 0.1 * greatest(k.reltuples, 0)"
-                                        " ORDER BY s.n_mod_since_analyze DESC"));
+        ASSIGN_OR_RETURN(auto r,
+                         c.Exec("statistics_stale",
+                                "SELECT s.relname, format('%I.%I', s.schemaname, s.relname)"
+                                " FROM pg_stat_user_tables s JOIN pg_class k ON k.oid = s.relid"
+                                " WHERE s.schemaname = current_schema()"
+                                " AND s.n_mod_since_analyze > 50 + 0.1 * greatest(k.reltuples, 0)"
+                                " ORDER BY s.n_mod_since_analyze DESC"));
         std::vector<std::string> analyzed;
         for (int i = 0; i < r.rows(); ++i) {
           // SKIP_LOCKED: autovacuum or another scheduler may be analyzing it right now.
