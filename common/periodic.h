@@ -22,7 +22,7 @@ class Periodic {
   Periodic(const Periodic&) = delete;
   Periodic& operator=(const Periodic&) = delete;
 
-  void Start();  // does nothing if already started
+  void Start();  // does nothing if already started; a stopped Periodic does not restart
   void Stop();   // lets the run in progress finish, then joins; safe to call twice
 
  private:

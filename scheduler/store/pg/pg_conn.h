@@ -148,9 +148,11 @@ enum class Repeat { kReads, kNever };
 // on its own, with its own snapshot. For a single statement, or for statements whose
 // facts cannot change between them (a job's team, rows that are never deleted); it saves
 // the two round trips of BEGIN and COMMIT, which for a one-statement read are two thirds
-// of its cost (decision 0039). With Repeat::kReads a failure on a connection that turned
-// out dead (the server restarted or ended the session) is retried on another connection,
-// up to three times; a write is never repeated, since the server may have committed it.
+// of its cost (decision 0039). With Repeat::kReads a failure that left the connection
+// unusable (the server restarted or ended the session, or a statement outlived its
+// deadline) is retried on another connection, up to three times, as InTransaction retries
+// its BEGIN: on a hung server a read can so wait four deadlines. A write is never
+// repeated, since the server may have committed it.
 template <typename T, typename Fn>
 StatusOr<T> Autocommit(PgPool& pool, Repeat repeat, Fn&& fn);
 
