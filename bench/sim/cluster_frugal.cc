@@ -5,6 +5,7 @@
 #include <map>
 
 #include "bench/sim/cluster_policies.h"
+#include "scheduler/policy/cycle.h"
 
 namespace frugal::sim {
 
@@ -107,7 +108,10 @@ model::Snapshot FrugalCluster::SnapshotOf(const Cluster& c) const {
 
 void FrugalCluster::Cycle(Cluster& c) {
   ++cycles_;
-  model::Plan plan = policy_->Decide(SnapshotOf(c));
+  // The scheduler's whole decision step (policy/cycle.h): quotas, hard budgets and the idle
+  // guardrail apply here as in the engine (a full cycle: the timer's, which may release).
+  model::Snapshot snapshot = SnapshotOf(c);
+  model::Plan plan = policy::DecideCycle(snapshot, *policy_, policy::CycleDepth::kFull);
   for (const auto& stop : plan.stops)
     c.Stop(static_cast<int>(stop.job_id - kJobIdOffset), stop.kind == model::StopKind::kPriorityPreemption);
   for (const auto& a : plan.assignments)

@@ -65,15 +65,14 @@ void AlertDispatcher::Loop() {
   }
 }
 
-Status FireBudgetAlerts(store::JobStore& store, const std::function<void()>& wake) {
-  ASSIGN_OR_RETURN(auto fired, store.FireBudgetAlerts(std::nullopt));
+void AnnounceBudgetAlerts(const std::vector<store::BudgetAlert>& fired,
+                          const std::function<void()>& wake) {
   for (const auto& a : fired) {
     spdlog::warn(R"("event":"budget_alert","team":"{}","threshold_pct":{},"used_micros":{},)"
                  R"("limit_micros":{},"webhook":"{}")",
                  JsonEscape(a.team), a.threshold_pct, a.used, a.limit, a.delivery_state);
   }
   if (!fired.empty() && wake) wake();
-  return Status::Ok();
 }
 
 }  // namespace frugal::engine

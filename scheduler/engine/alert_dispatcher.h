@@ -1,5 +1,6 @@
 // Budget alerts leave the scheduler here (decision 0010). The cycle records alerts in the
-// database (FireBudgetAlerts below: one row per team, period and threshold); an
+// database as it applies its plan (JobStore::ApplyPlan: one row per team, period and
+// threshold; AnnounceBudgetAlerts below logs them); an
 // AlertDispatcher on its own thread POSTs the ones with a webhook, so a slow or dead
 // webhook never holds up a scheduling cycle, and an alert whose POST fails stays pending
 // and is retried with backoff until it is delivered or given up (and logged).
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "scheduler/store/job_store.h"
@@ -64,8 +66,10 @@ class AlertDispatcher {
   std::thread thread_;
 };
 
-// The cycle's part: records the alerts every team has reached (database time), logs each
-// new one, and calls `wake` if there are any. Quick: database only, never HTTP.
-Status FireBudgetAlerts(store::JobStore& store, const std::function<void()>& wake);
+// The cycle's part, after its plan committed with the alerts the teams' spending reached
+// (JobStore::ApplyPlan records them): logs each new one and calls `wake` if there are any,
+// so the dispatcher delivers them now rather than at its next poll. Never HTTP.
+void AnnounceBudgetAlerts(const std::vector<store::BudgetAlert>& fired,
+                          const std::function<void()>& wake);
 
 }  // namespace frugal::engine

@@ -13,10 +13,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "scheduler/engine/asio.h"
-#include "scheduler/engine/idle_reclaimer.h"
 #include "scheduler/engine/alert_dispatcher.h"
-#include "scheduler/policy/budget.h"
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/cycle.h"
 
 namespace frugal::engine {
 
@@ -24,18 +22,11 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Leaves out the waits whose reason the job already has: most waiting jobs keep theirs from
-// one cycle to the next, and sending thousands of unchanged reasons for the store to compare
-// cost more than the rest of a busy cycle's writes (decision 0035).
-void DropUnchangedWaits(const model::Snapshot& snapshot, model::Plan& plan) {
-  if (plan.waits.empty()) return;
-  std::unordered_map<model::JobId, const std::string*> reasons;
-  reasons.reserve(snapshot.pending.size());
-  for (const auto& j : snapshot.pending) reasons.emplace(j.id, &j.reason);
-  std::erase_if(plan.waits, [&](const model::Wait& w) {
-    const auto it = reasons.find(w.job_id);
-    return it != reasons.end() && *it->second == w.reason;
-  });
+void LogIdleActions(const std::vector<model::IdleAction>& actions) {
+  for (const auto& a : actions) {
+    spdlog::info(R"("event":"idle_gpus","job_id":{},"attempt_id":{},"warn":{},"stop":"{}")",
+                 a.job_id, a.attempt_id, a.warn, model::ToString(a.stop));
+  }
 }
 
 }  // namespace
@@ -230,23 +221,19 @@ class Engine::Impl {
                    fmt::join(node.jobs, ","), node.attempts.size());
     }
     ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(window));
-    // Guardrails: idle GPUs, from the snapshot; its stop orders are marked in it.
-    ASSIGN_OR_RETURN(int reclaimed, ReclaimIdleGpus(store_, snapshot));
     if (options_.capacity) options_.capacity->Annotate(snapshot);
-    model::Plan plan = policy_.Decide(snapshot);
-    // Idle nodes are released only by a cycle that read the whole window: a pool keeps an
-    // idle node for the jobs it grows for (a gang waiting for more nodes), and a kicked
-    // cycle may not see them. Releases wait minutes anyway (idle_timeout).
-    if (depth == Depth::kKicked) plan.node_releases.clear();
-    policy::EnforceQuotas(snapshot, plan);  // whatever the policy, quotas hold
-    // And hard budgets, pricing jobs with the policy's own knobs.
-    policy::EnforceBudgets(snapshot, plan, policy_.config());
-    DropUnchangedWaits(snapshot, plan);
-    ASSIGN_OR_RETURN(int started, store_.ApplyPlan(plan));
+    model::Plan plan = policy::DecideCycle(
+        snapshot, policy_,
+        depth == Depth::kKicked ? policy::CycleDepth::kKicked : policy::CycleDepth::kFull);
+    // One transaction: idle orders, starts, waits, holds, stops and the budget alerts the
+    // spending now reaches; a cycle whose term ended writes none of them.
+    ASSIGN_OR_RETURN(auto applied, store_.ApplyPlan(plan));
+    LogIdleActions(plan.idle_actions);
     // Committed: the nodes with new orders fetch them now rather than at their next beat.
-    Dispatched(plan, reclaimed > 0);
-    RETURN_IF_ERROR(FireBudgetAlerts(store_, options_.alerts_fired));
+    Dispatched(plan, applied.idle_stops > 0);
+    AnnounceBudgetAlerts(applied.alerts, options_.alerts_fired);
     if (options_.capacity) options_.capacity->Apply(plan, snapshot);
+    const int started = applied.started;
     if (started > 0) {
       spdlog::info(R"("event":"jobs_started","count":{},"policy":"{}")", started, policy_.Name());
     }

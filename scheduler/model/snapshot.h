@@ -158,6 +158,9 @@ struct NodeRelease {
   std::string reason;
 };
 
+// Everything one cycle decides, applied in one transaction (JobStore::ApplyPlan) and then
+// by the capacity provider (requests and releases). policy::DecideCycle makes it whole;
+// a Policy's Decide fills all but `idle_actions`.
 struct Plan {
   std::vector<Assignment> assignments;
   std::vector<Wait> waits;
@@ -165,6 +168,9 @@ struct Plan {
   std::vector<Stop> stops{};
   std::vector<NodeRequest> node_requests{};
   std::vector<NodeRelease> node_releases{};
+  // The idle guardrail's warnings and stop orders (policy::DecideIdle), applied before the
+  // policy's stops: the policy saw those attempts as stopping already.
+  std::vector<IdleAction> idle_actions{};
 };
 
 }  // namespace frugal::model

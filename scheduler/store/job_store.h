@@ -262,6 +262,13 @@ struct PendingWindow {
 Status NotLeader(const std::string& why);
 bool IsNotLeader(const Status& st);
 
+// What ApplyPlan did.
+struct AppliedPlan {
+  int started = 0;                  // jobs started (a gang counts once)
+  int idle_stops = 0;               // idle stop orders written
+  std::vector<BudgetAlert> alerts;  // budget alerts recorded by this transaction
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -334,7 +341,9 @@ class JobStore {
                                                  std::optional<Timestamp> at) = 0;
   // Records an alert for every threshold a team has reached in the period holding `at`
   // (default: database now) and not yet recorded: one row per (team, period, threshold),
-  // so each fires once even across restarts and schedulers. Returns the new ones.
+  // so each fires once even across restarts and schedulers. Returns the new ones. Each
+  // cycle's ApplyPlan does this at now, in its own transaction; this form is for a chosen
+  // time (a period's end in tests and tools). Leader only, as the engine's writes.
   virtual StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(std::optional<Timestamp> at) = 0;
   // Claims up to `limit` alerts whose webhook POST is due; a claim is not handed out
   // again for a minute, so concurrent dispatchers do not send one alert twice at once.
@@ -437,7 +446,7 @@ class JobStore {
   // Ends the lease now if this store holds it (a clean shutdown), so a standby or a
   // restarted scheduler need not wait for it to expire. Ok when it held none.
   virtual Status ReleaseLeadership() = 0;
-  // The engine's writes (SweepLostNodes, ApplyPlan, ApplyIdleActions, FireBudgetAlerts)
+  // The engine's writes (SweepLostNodes, ApplyPlan, FireBudgetAlerts)
   // check in their own transaction, first, that this store holds the current term and its
   // lease is unexpired (the row stays locked FOR SHARE until commit, so no takeover
   // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
@@ -449,9 +458,15 @@ class JobStore {
   // claim order (decision 0035). A team with a deep queue cannot hide another team's jobs
   // from the cycle, and a cycle reads hundreds of rows, not the whole queue.
   virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
-  // Applies the plan in one transaction. Assignments whose job is no longer pending are
-  // skipped (the plan was made from an older snapshot); returns how many started.
-  virtual StatusOr<int> ApplyPlan(const model::Plan& plan) = 0;
+  // Applies the plan in one transaction, in this order: the idle actions (warning events,
+  // once per attempt, and stop orders of kind `idle`), assignments, waits, holds, the
+  // policy's stops, and then the budget alerts that teams' spending has reached (one row
+  // per team, period and threshold, with its webhook delivery pending; FireBudgetAlerts).
+  // What changed since the snapshot is skipped, not refused: an assignment whose job is no
+  // longer pending or whose node is no longer live, a wait or hold of a job that is not
+  // pending, a stop or idle order for an attempt that ended or already has a stop order.
+  // NotLeader (writing nothing) if this store's term ended.
+  virtual StatusOr<AppliedPlan> ApplyPlan(const model::Plan& plan) = 0;
 
   // --- metrics ---
   // The database's figures for GET /metrics, read in one REPEATABLE READ transaction so
@@ -498,11 +513,6 @@ class JobStore {
     p.user = user;
     return ApproveJob(p, id);
   }
-  // (Idle attempts come with the cycle's snapshot: LoadSnapshot, policy::IdleBatchOf.)
-  // Applies DecideIdle's actions: warning events (once per attempt), stop orders of kind
-  // `idle`. Attempts that ended or got another stop order since are skipped. Returns how
-  // many stops were ordered.
-  virtual StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) = 0;
 };
 
 }  // namespace frugal::store

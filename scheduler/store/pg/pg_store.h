@@ -125,7 +125,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // store's life (a restarted scheduler is a new holder).
   const std::string& instance_id() const { return instance_id_; }
   StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) override;
-  StatusOr<int> ApplyPlan(const model::Plan& plan) override;
+  StatusOr<AppliedPlan> ApplyPlan(const model::Plan& plan) override;
   StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
   StatusOr<std::vector<Interruption>> RecentInterruptions(std::optional<model::TeamId> team,
                                                          int limit) override;  // pg_store_dashboard.cc
@@ -163,7 +163,6 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const Principal& actor, const std::string& team,
                                                 model::IdlePolicy policy) override;
   StatusOr<model::Job> ApproveJob(const Principal& actor, model::JobId id) override;
-  StatusOr<int> ApplyIdleActions(const std::vector<model::IdleAction>& actions) override;
 
  private:
   // The fence: the first statement of every engine write transaction (see JobStore).
@@ -332,6 +331,13 @@ StatusOr<ConfigChange> SetGuardrailsTx(PgConn& c, const Principal& actor,
                                        const model::GuardrailSettings& s);
 StatusOr<ConfigChange> SetTeamIdlePolicyTx(PgConn& c, const Principal& actor,
                                            const std::string& team, model::IdlePolicy policy);
+// In the caller's transaction (ApplyPlan's), after its fence: the idle guardrail's
+// warnings and stop orders (JobStore::ApplyPlan); returns the stops written
+// (pg_store_guardrails.cc).
+StatusOr<int> ApplyIdleActions(PgConn& c, const std::vector<model::IdleAction>& actions);
+// In the caller's transaction, after its fence: JobStore::FireBudgetAlerts
+// (pg_store_budgets.cc).
+StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at);
 }  // namespace pg
 
 }  // namespace frugal::store

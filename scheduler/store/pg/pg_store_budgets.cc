@@ -245,42 +245,51 @@ StatusOr<std::vector<BudgetAlert>> PgStore::FireBudgetAlerts(std::optional<Times
   using Out = std::vector<BudgetAlert>;
   return InTransaction<Out>(pool_, [&](PgConn& c) -> StatusOr<Out> {
     RETURN_IF_ERROR(CheckLeaderFence(c));
-    ASSIGN_OR_RETURN(auto use, LoadUse(c, at, std::nullopt));
-    Out fired;
-    for (const auto& u : use) {
-      const BudgetStatus& st = u.status;
-      for (int pct : st.spec.alert_at_pct) {
-        if (st.used() < ThresholdAmount(st.spec.limit, pct)) continue;
-        json payload = {{"event", "budget_alert"},
-                        {"team", st.team},
-                        {"period", model::ToString(st.spec.period)},
-                        {"period_start", FormatRfc3339(st.period_start)},
-                        {"threshold_pct", pct},
-                        {"limit", FormatDollars(st.spec.limit, true)},
-                        {"used", FormatDollars(st.used(), true)},
-                        {"spent", FormatDollars(st.spent, true)},
-                        {"committed", FormatDollars(st.committed, true)},
-                        {"hard", st.spec.hard}};
-        // The unique (team, period, threshold) row is what makes "once" hold.
-        ASSIGN_OR_RETURN(
-            auto r,
-            c.Exec("budget_alert_fire",
-                   std::string("WITH ins AS (INSERT INTO budget_alerts (team_id, period_start, threshold_pct,"
-                   "   limit_micros, used_micros, payload, webhook_url, delivery_state,"
-                   "   next_delivery_at) VALUES ($1, $2::timestamptz, $3, $4, $5, $6::jsonb,"
-                   "   nullif($7, ''), CASE WHEN $7 = '' THEN 'none' ELSE 'pending' END, now())"
-                   "   ON CONFLICT (team_id, period_start, threshold_pct) DO NOTHING"
-                   "   RETURNING *) SELECT ") + kAlertColumns +
-                       " FROM ins a JOIN teams t ON t.id = a.team_id",
-                   {std::to_string(u.team_id), pg::ToTimeParam(st.period_start),
-                    std::to_string(pct), std::to_string(st.spec.limit),
-                    std::to_string(st.used()), payload.dump(), st.spec.webhook_url}));
-        for (int i = 0; i < r.rows(); ++i) fired.push_back(ParseAlert(r, i));
-      }
-    }
-    return fired;
+    return pg::FireBudgetAlerts(c, at);
   });
 }
+
+namespace pg {
+
+StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at) {
+  using Out = std::vector<BudgetAlert>;
+  ASSIGN_OR_RETURN(auto use, LoadUse(c, at, std::nullopt));
+  Out fired;
+  for (const auto& u : use) {
+    const BudgetStatus& st = u.status;
+    for (int pct : st.spec.alert_at_pct) {
+      if (st.used() < ThresholdAmount(st.spec.limit, pct)) continue;
+      json payload = {{"event", "budget_alert"},
+                      {"team", st.team},
+                      {"period", model::ToString(st.spec.period)},
+                      {"period_start", FormatRfc3339(st.period_start)},
+                      {"threshold_pct", pct},
+                      {"limit", FormatDollars(st.spec.limit, true)},
+                      {"used", FormatDollars(st.used(), true)},
+                      {"spent", FormatDollars(st.spent, true)},
+                      {"committed", FormatDollars(st.committed, true)},
+                      {"hard", st.spec.hard}};
+      // The unique (team, period, threshold) row is what makes "once" hold.
+      ASSIGN_OR_RETURN(
+          auto r,
+          c.Exec("budget_alert_fire",
+                 std::string("WITH ins AS (INSERT INTO budget_alerts (team_id, period_start, threshold_pct,"
+                 "   limit_micros, used_micros, payload, webhook_url, delivery_state,"
+                 "   next_delivery_at) VALUES ($1, $2::timestamptz, $3, $4, $5, $6::jsonb,"
+                 "   nullif($7, ''), CASE WHEN $7 = '' THEN 'none' ELSE 'pending' END, now())"
+                 "   ON CONFLICT (team_id, period_start, threshold_pct) DO NOTHING"
+                 "   RETURNING *) SELECT ") + kAlertColumns +
+                     " FROM ins a JOIN teams t ON t.id = a.team_id",
+                 {std::to_string(u.team_id), pg::ToTimeParam(st.period_start),
+                  std::to_string(pct), std::to_string(st.spec.limit),
+                  std::to_string(st.used()), payload.dump(), st.spec.webhook_url}));
+      for (int i = 0; i < r.rows(); ++i) fired.push_back(ParseAlert(r, i));
+    }
+  }
+  return fired;
+}
+
+}  // namespace pg
 
 StatusOr<std::vector<AlertDelivery>> PgStore::ClaimAlertDeliveries(int limit) {
   using Out = std::vector<AlertDelivery>;

@@ -465,9 +465,14 @@ std::string Reasons(const std::vector<T>& items) {
 
 }  // namespace
 
-StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
-  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
+StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
+  return InTransaction<AppliedPlan>(pool_, [&](PgConn& c) -> StatusOr<AppliedPlan> {
     RETURN_IF_ERROR(CheckLeaderFence(c));
+    AppliedPlan out;
+    // First, as DecideCycle made them: the policy saw these attempts stopping already.
+    if (!plan.idle_actions.empty()) {
+      ASSIGN_OR_RETURN(out.idle_stops, pg::ApplyIdleActions(c, plan.idle_actions));
+    }
     int started = 0;
     if (!plan.assignments.empty()) {
       const auto& as = plan.assignments;
@@ -586,7 +591,10 @@ StatusOr<int> PgStore::ApplyPlan(const model::Plan& plan) {
                   Reasons(plan.stops)})
               .status());
     }
-    return started;
+    out.started = started;
+    // Last, so the spending includes what this plan committed.
+    ASSIGN_OR_RETURN(out.alerts, pg::FireBudgetAlerts(c, std::nullopt));
+    return out;
   });
 }
 

@@ -189,42 +189,43 @@ StatusOr<model::Job> PgStore::ApproveJob(const Principal& actor, model::JobId id
   });
 }
 
-StatusOr<int> PgStore::ApplyIdleActions(const std::vector<model::IdleAction>& actions) {
-  return InTransaction<int>(pool_, [&](PgConn& c) -> StatusOr<int> {
-    RETURN_IF_ERROR(CheckLeaderFence(c));
-    int stops = 0;
-    for (const auto& a : actions) {
-      const std::string attempt = std::to_string(a.attempt_id);
-      if (a.warn) {
-        // Once per attempt: the guard on idle_warned_at makes a repeat a no-op.
-        RETURN_IF_ERROR(c.Exec("idle_warn",
-                               "WITH w AS (UPDATE attempts SET idle_warned_at = now() WHERE"
-                               " id = $1 AND ended_at IS NULL AND idle_warned_at IS NULL"
-                               " RETURNING job_id) INSERT INTO job_events (job_id, kind,"
-                               " message) SELECT job_id, 'idle_warning', $2 FROM w",
-                               {attempt, a.message})
-                            .status());
-      }
-      if (a.stop == model::IdleStep::kNone) continue;
-      // A requeue is a preemption the worker signals (SIGTERM, grace to checkpoint); a job
-      // with nothing to resume from is stopped as cancelled instead.
-      const char* reason = a.stop == model::IdleStep::kRequeue ? "preempted" : "cancelled";
-      ASSIGN_OR_RETURN(auto r, c.Exec("idle_stop",
-                                      "WITH st AS (UPDATE attempts SET stop_reason = $2,"
-                                      " idle_stopped_at = now() WHERE id = $1 AND ended_at IS NULL"
-                                      " AND stop_reason IS NULL RETURNING job_id),"
-                                      " j AS (UPDATE jobs SET reason = $3, updated_at = now(),"
-                                      " idle_requeues = idle_requeues + ($2 = 'preempted')::int"
-                                      " FROM st WHERE jobs.id = st.job_id)"
-                                      " INSERT INTO job_events (job_id, kind, message)"
-                                      " SELECT job_id, 'stop_ordered', 'idle: ' || $3 FROM st"
-                                      " RETURNING job_id",
-                                      {attempt, reason, a.message}));
-      stops += r.rows();
+namespace pg {
+
+StatusOr<int> ApplyIdleActions(PgConn& c, const std::vector<model::IdleAction>& actions) {
+  int stops = 0;
+  for (const auto& a : actions) {
+    const std::string attempt = std::to_string(a.attempt_id);
+    if (a.warn) {
+      // Once per attempt: the guard on idle_warned_at makes a repeat a no-op.
+      RETURN_IF_ERROR(c.Exec("idle_warn",
+                             "WITH w AS (UPDATE attempts SET idle_warned_at = now() WHERE"
+                             " id = $1 AND ended_at IS NULL AND idle_warned_at IS NULL"
+                             " RETURNING job_id) INSERT INTO job_events (job_id, kind,"
+                             " message) SELECT job_id, 'idle_warning', $2 FROM w",
+                             {attempt, a.message})
+                          .status());
     }
-    return stops;
-  });
+    if (a.stop == model::IdleStep::kNone) continue;
+    // A requeue is a preemption the worker signals (SIGTERM, grace to checkpoint); a job
+    // with nothing to resume from is stopped as cancelled instead.
+    const char* reason = a.stop == model::IdleStep::kRequeue ? "preempted" : "cancelled";
+    ASSIGN_OR_RETURN(auto r, c.Exec("idle_stop",
+                                    "WITH st AS (UPDATE attempts SET stop_reason = $2,"
+                                    " idle_stopped_at = now() WHERE id = $1 AND ended_at IS NULL"
+                                    " AND stop_reason IS NULL RETURNING job_id),"
+                                    " j AS (UPDATE jobs SET reason = $3, updated_at = now(),"
+                                    " idle_requeues = idle_requeues + ($2 = 'preempted')::int"
+                                    " FROM st WHERE jobs.id = st.job_id)"
+                                    " INSERT INTO job_events (job_id, kind, message)"
+                                    " SELECT job_id, 'stop_ordered', 'idle: ' || $3 FROM st"
+                                    " RETURNING job_id",
+                                    {attempt, reason, a.message}));
+    stops += r.rows();
+  }
+  return stops;
 }
+
+}  // namespace pg
 
 StatusOr<std::vector<model::JobUsage>> PgStore::EndedJobUsage(const CostQuery& q) {
   return InTransaction<std::vector<model::JobUsage>>(

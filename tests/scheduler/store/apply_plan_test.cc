@@ -47,7 +47,7 @@ TEST_F(ApplyPlanTest, AssignmentsStartAttemptsInOneStep) {
   // 8 GPUs: jobs a and b (4 each) start, c waits.
   auto started = store_->ApplyPlan(plan);
   ASSERT_TRUE(started.ok()) << started.status().ToString();
-  EXPECT_EQ(*started, 2);
+  EXPECT_EQ(started->started, 2);
   auto da = store_->GetJob(a, std::nullopt);
   EXPECT_EQ(da->job.state, model::JobState::kRunning);
   ASSERT_EQ(da->attempts.size(), 1u);
@@ -69,9 +69,9 @@ TEST_F(ApplyPlanTest, AStalePlanStartsNothingTwice) {
   Submit(2);
   auto snap = store_->LoadSnapshot({100, 100});
   auto plan = policy::FifoPolicy().Decide(*snap);
-  EXPECT_EQ(*store_->ApplyPlan(plan), 1);
+  EXPECT_EQ(store_->ApplyPlan(plan)->started, 1);
   // Applying the same plan again (e.g. a second scheduler with an old snapshot).
-  EXPECT_EQ(*store_->ApplyPlan(plan), 0);
+  EXPECT_EQ(store_->ApplyPlan(plan)->started, 0);
   auto conn = PgConn::Connect(conninfo_);
   EXPECT_EQ((*conn)->ExecScript("SELECT count(*) FROM attempts")->Int(0, 0), 1);
 }

@@ -8,6 +8,7 @@
 #include "common/crypto.h"
 #include "scheduler/policy/budget.h"
 #include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/cycle.h"
 #include "scheduler/policy/quota.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -52,13 +53,16 @@ class BudgetStoreTest : public testing::StoreTest {
   }
 
   // One cycle as the engine runs it.
-  void Cycle() {
+  // One engine cycle's decision and write (policy/cycle.h), as the engine makes them.
+  store::AppliedPlan Cycle() {
     auto snap = store_->LoadSnapshot({100, 100});
-    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
-    model::Plan plan = policy::CostPolicy().Decide(*snap);
-    policy::EnforceQuotas(*snap, plan);
-    policy::EnforceBudgets(*snap, plan);
-    ASSERT_TRUE(store_->ApplyPlan(plan).ok());
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    if (!snap.ok()) return {};
+    const policy::CostPolicy policy;
+    model::Plan plan = policy::DecideCycle(*snap, policy, policy::CycleDepth::kFull);
+    auto applied = store_->ApplyPlan(plan);
+    EXPECT_TRUE(applied.ok()) << applied.status().ToString();
+    return applied.ok() ? *applied : store::AppliedPlan{};
   }
 
   std::string Query(const std::string& sql) {
@@ -156,16 +160,17 @@ TEST_F(BudgetStoreTest, AlertsFireOncePerThresholdPerPeriod) {
   ASSERT_TRUE(store_->SetBudget("vision", Budget(100'000'000, false, {10, 20, 50})).ok());
   Submit("vision");
   Submit("vision");
-  Cycle();  // one on reserved, one on on-demand: $30 committed of $100
-  auto fired = store_->FireBudgetAlerts(std::nullopt);
-  ASSERT_TRUE(fired.ok()) << fired.status().ToString();
-  ASSERT_EQ(fired->size(), 2u);  // 10% and 20%; 50% not reached
-  EXPECT_EQ((*fired)[0].threshold_pct, 10);
-  EXPECT_EQ((*fired)[1].threshold_pct, 20);
-  EXPECT_EQ((*fired)[0].delivery_state, "none");  // no webhook
-  // A second evaluation fires nothing more; a second store (another scheduler, not the
-  // leader) is refused by the leader fence and writes nothing.
+  // One on reserved, one on on-demand: $30 committed of $100. The cycle's own transaction
+  // records the alerts its starts reach (decision 0041).
+  const std::vector<BudgetAlert> fired = Cycle().alerts;
+  ASSERT_EQ(fired.size(), 2u);  // 10% and 20%; 50% not reached
+  EXPECT_EQ(fired[0].threshold_pct, 10);
+  EXPECT_EQ(fired[1].threshold_pct, 20);
+  EXPECT_EQ(fired[0].delivery_state, "none");  // no webhook
+  // A second evaluation fires nothing more, nor does the next cycle; a second store
+  // (another scheduler, not the leader) is refused by the leader fence and writes nothing.
   EXPECT_TRUE(store_->FireBudgetAlerts(std::nullopt)->empty());
+  EXPECT_TRUE(Cycle().alerts.empty());
   PgStore other(conninfo_, 1);
   auto refused = other.FireBudgetAlerts(std::nullopt);
   EXPECT_TRUE(store::IsNotLeader(refused.status())) << refused.status().ToString();
@@ -195,11 +200,9 @@ TEST_F(BudgetStoreTest, WebhookOutboxRetriesThenGivesUp) {
   ASSERT_TRUE(store_->SetBudget("vision", b).ok());
   Submit("vision");
   Submit("vision");
-  Cycle();
-  auto fired = store_->FireBudgetAlerts(std::nullopt);
-  ASSERT_TRUE(fired.ok());
-  ASSERT_EQ(fired->size(), 1u);
-  EXPECT_EQ((*fired)[0].delivery_state, "pending");
+  const std::vector<BudgetAlert> fired = Cycle().alerts;
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].delivery_state, "pending");
   // a. Claimed once: a second dispatcher finds nothing while the claim holds.
   auto claim = store_->ClaimAlertDeliveries(10);
   ASSERT_TRUE(claim.ok()) << claim.status().ToString();

@@ -297,7 +297,7 @@ TEST_F(CostStoreTest, AssignmentToANodeThatGotANoticeIsNotApplied) {
   ASSERT_TRUE(store_->Heartbeat(hb, Seconds(60)).ok());
   auto started = store_->ApplyPlan(plan);
   ASSERT_TRUE(started.ok()) << started.status().ToString();
-  EXPECT_EQ(*started, 0);
+  EXPECT_EQ(started->started, 0);
   auto detail = store_->GetJob(job, std::nullopt);
   EXPECT_EQ(detail->job.state, model::JobState::kPending);
   EXPECT_TRUE(detail->attempts.empty());

@@ -102,7 +102,7 @@ TEST_F(GangStoreTest, AGangStartsOnDistinctNodesWithRanksAndOneMaster) {
   EXPECT_NE(plan.assignments[0].node_id, plan.assignments[1].node_id);
   EXPECT_EQ(plan.assignments[0].gpus, 4);
   EXPECT_EQ(plan.assignments[1].gpus, 4);
-  ASSERT_EQ(*store_->ApplyPlan(plan), 1) << "one job started";
+  ASSERT_EQ(store_->ApplyPlan(plan)->started, 1) << "one job started";
   EXPECT_EQ(State(job), model::JobState::kRunning);
   EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE gang_size = 2 AND number = 1"), 2);
 
@@ -150,7 +150,7 @@ TEST_F(GangStoreTest, GangsMasteredOnOneNodeNeverShareARendezvousPort) {
     ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'running', attempt_count = 1"
                                     " WHERE id = " + std::to_string(other)).ok());
   }
-  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
   std::set<int> ports;
   for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}})
     for (auto& o : Beat(name, reg.lease_epoch).assignments)
@@ -167,7 +167,7 @@ TEST_F(GangStoreTest, GangsMasteredOnOneNodeNeverShareARendezvousPort) {
   for (model::JobId g : {g1, g2})
     for (model::NodeId n : {r3.node_id, r4.node_id})  // plan order: rank 0 on n3
       both.assignments.push_back({g, n, 1, "placed", 0});
-  ASSERT_EQ(*store_->ApplyPlan(both), 2);
+  ASSERT_EQ(store_->ApplyPlan(both)->started, 2);
   const std::string gangs = "(" + std::to_string(g1) + ", " + std::to_string(g2) + ")";
   EXPECT_EQ(Count("SELECT count(DISTINCT node_id) FROM attempts WHERE rank = 0 AND job_id IN " +
                   gangs),
@@ -202,7 +202,7 @@ TEST_F(GangStoreTest, APlanWhosePartLostItsNodeStartsNothing) {
   ASSERT_TRUE((*conn)->Exec("expire", "UPDATE nodes SET lease_expires_at = now() WHERE id = $1",
                             {std::to_string(plan.assignments[1].node_id)})
                   .ok());
-  EXPECT_EQ(*store_->ApplyPlan(plan), 0);
+  EXPECT_EQ(store_->ApplyPlan(plan)->started, 0);
   EXPECT_EQ(State(job), model::JobState::kPending);
   EXPECT_EQ(Count("SELECT count(*) FROM attempts"), 0);
 }
@@ -210,7 +210,7 @@ TEST_F(GangStoreTest, APlanWhosePartLostItsNodeStartsNothing) {
 TEST_F(GangStoreTest, APartThatFailsStopsItsPeersAndTheGangRetriesOnceAllHaveEnded) {
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
-  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
   std::map<std::string, AttemptOrder> on;
   for (auto [name, reg] : {std::pair{"n1", r1}, {"n2", r2}})
     on[name] = Beat(name, reg.lease_epoch).assignments.at(0);
@@ -242,7 +242,7 @@ TEST_F(GangStoreTest, APartThatFailsStopsItsPeersAndTheGangRetriesOnceAllHaveEnd
 TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) {
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
-  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
   ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/true);
   auto& [o0, reg0] = by_rank[0];
   auto& [o1, reg1] = by_rank[1];
@@ -272,7 +272,7 @@ TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) 
 TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
-  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
   const auto a1 = Beat("n1", r1.lease_epoch).assignments.at(0).attempt_id;
   const auto a2 = Beat("n2", r2.lease_epoch).assignments.at(0).attempt_id;
   Beat("n1", r1.lease_epoch, {a1});
@@ -296,7 +296,7 @@ TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
 TEST_F(GangStoreTest, EveryPartSucceedingSucceedsTheJobOnceAndOnlyRankZeroCheckpoints) {
   auto r1 = Register("n1"), r2 = Register("n2");
   model::JobId job = SubmitGang(2, 4);
-  ASSERT_EQ(*store_->ApplyPlan(Decide()), 1);
+  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
   ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/false);
   auto& [o0, reg0] = by_rank[0];
   auto& [o1, reg1] = by_rank[1];

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scheduler/engine/idle_reclaimer.h"
+#include "scheduler/policy/cycle.h"
 #include "scheduler/policy/fifo_policy.h"
 #include "scheduler/policy/guardrails.h"
 #include "scheduler/store/pg/pg_conn.h"
@@ -71,6 +71,16 @@ class GuardrailStoreTest : public testing::StoreTest {
 
   // The attempt reports `utilization` % and has been idle for `seconds`: what the
   // guardrail decides about the idle attempts of the next cycle.
+  // Applies the idle guardrail's actions as a cycle does (a plan of nothing else); returns
+  // the stop orders written, -1 on error.
+  int ApplyIdle(const std::vector<model::IdleAction>& actions) {
+    model::Plan plan;
+    plan.idle_actions = actions;
+    auto applied = store_->ApplyPlan(plan);
+    EXPECT_TRUE(applied.ok()) << applied.status().ToString();
+    return applied.ok() ? applied->idle_stops : -1;
+  }
+
   std::vector<model::IdleAction> IdleFor(model::AttemptId attempt, int seconds, int utilization) {
     Beat({{{"attempt_id", attempt}, {"utilization", utilization}}});
     Age(attempt, seconds);
@@ -245,10 +255,8 @@ TEST_F(GuardrailStoreTest, WarnsOnceThenRequeuesFromTheCheckpoint) {
   auto actions = policy::DecideIdle(batch);
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].stop, model::IdleStep::kRequeue);
-  auto applied = store_->ApplyIdleActions(actions);
-  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
-  EXPECT_EQ(*applied, 1);
-  EXPECT_EQ(*store_->ApplyIdleActions(actions), 0);  // already ordered: skipped
+  EXPECT_EQ(ApplyIdle(actions), 1);
+  EXPECT_EQ(ApplyIdle(actions), 0);           // already ordered: skipped
   EXPECT_EQ(Events(job, "idle_warning"), 1);         // and warned once only
   EXPECT_TRUE(LoadIdleAttempts()->attempts.empty());
   // c. The worker gets a preempted stop; its report requeues the job with the reason.
@@ -270,7 +278,7 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   auto requeue = IdleFor(first, 1801, 0);
   ASSERT_EQ(requeue.size(), 1u);
   ASSERT_EQ(requeue[0].stop, model::IdleStep::kRequeue);
-  ASSERT_EQ(*store_->ApplyIdleActions(requeue), 1);
+  ASSERT_EQ(ApplyIdle(requeue), 1);
   ASSERT_EQ(store_->FinishAttempt(first, epoch_, Outcome::kPreempted, std::nullopt, AuthOf(first))->state,
             model::JobState::kPending);
   running_.clear();
@@ -289,7 +297,7 @@ TEST_F(GuardrailStoreTest, AJobIdleAgainAfterItsRequeueIsStopped) {
   EXPECT_EQ(batch.attempts[0].idle_requeues, 1);
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_EQ(stop[0].stop, model::IdleStep::kStop);
-  ASSERT_EQ(*store_->ApplyIdleActions(stop), 1);
+  ASSERT_EQ(ApplyIdle(stop), 1);
   auto done = WorkerStops(second, "cancelled", Outcome::kCancelled);
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(done->state, model::JobState::kCancelled);
@@ -303,7 +311,7 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   auto actions = IdleFor(attempt, 4000, 1);
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].stop, model::IdleStep::kStop);
-  EXPECT_EQ(*store_->ApplyIdleActions(actions), 1);
+  EXPECT_EQ(ApplyIdle(actions), 1);
   auto done = WorkerStops(attempt, "cancelled", Outcome::kCancelled);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, model::JobState::kCancelled);
@@ -311,7 +319,7 @@ TEST_F(GuardrailStoreTest, JobThatNeverCheckpointedIsStoppedAsCancelled) {
   ExpectShownAsIdleStop(job, "stop", "cancelled");
 }
 
-TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
+TEST_F(GuardrailStoreTest, CycleWorksFromTheSnapshotAndMarksItsIdleStopsInIt) {
   auto [job, attempt] = Running();
   ASSERT_TRUE(store_->CommitCheckpoint({attempt, epoch_, 1, 0.5, "file:///c/1", 10}, AuthOf(attempt)).ok());
   ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
@@ -322,9 +330,13 @@ TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   ASSERT_EQ(snap->running.size(), 1u);
   EXPECT_FALSE(snap->running[0].stopping);
-  auto stops = engine::ReclaimIdleGpus(*store_, *snap);
-  ASSERT_TRUE(stops.ok()) << stops.status().ToString();
-  EXPECT_EQ(*stops, 1);
+  const policy::FifoPolicy fifo;
+  const model::Plan plan = policy::DecideCycle(*snap, fifo, policy::CycleDepth::kFull);
+  ASSERT_EQ(plan.idle_actions.size(), 1u);
+  EXPECT_EQ(plan.idle_actions[0].stop, model::IdleStep::kRequeue);
+  auto applied = store_->ApplyPlan(plan);
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(applied->idle_stops, 1);
   EXPECT_EQ(Events(job, "idle_warning"), 1);
   // b. The snapshot now shows what a fresh one does: warned and stopping, so Decide
   // does not plan around GPUs being given back.
@@ -335,10 +347,36 @@ TEST_F(GuardrailStoreTest, ReclaimerWorksFromTheSnapshotAndMarksItsStopsInIt) {
   EXPECT_TRUE(fresh->running[0].idle_warned);
   EXPECT_EQ(snap->running[0].stopping, fresh->running[0].stopping);
   EXPECT_EQ(snap->running[0].idle_warned, fresh->running[0].idle_warned);
-  // c. Run again on either: nothing more to do.
-  EXPECT_EQ(*engine::ReclaimIdleGpus(*store_, *snap), 0);
-  EXPECT_EQ(*engine::ReclaimIdleGpus(*store_, *fresh), 0);
+  // c. Decide again on either: nothing more to do.
+  EXPECT_TRUE(policy::DecideCycle(*snap, fifo, policy::CycleDepth::kFull).idle_actions.empty());
+  EXPECT_TRUE(policy::DecideCycle(*fresh, fifo, policy::CycleDepth::kFull).idle_actions.empty());
   EXPECT_EQ(Events(job, "idle_warning"), 1);
+}
+
+// The idle orders are part of the cycle's plan (decision 0041) and commit with it or not
+// at all: a scheduler whose term ended (another took the lease) writes neither the warning
+// nor the stop, and no worker is told to stop.
+TEST_F(GuardrailStoreTest, IdleOrdersOfACycleWhoseTermEndedAreNotWritten) {
+  auto [job, attempt] = Running();
+  ASSERT_TRUE(store_->SetTeamIdlePolicy("admin", model::IdlePolicy::kRequeue).ok());
+  auto actions = IdleFor(attempt, 4000, 1);
+  ASSERT_EQ(actions.size(), 1u);
+  ASSERT_EQ(actions[0].stop, model::IdleStep::kStop);
+  {
+    auto c = PgConn::Connect(conninfo_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->ExecScript("UPDATE leader_lease SET expires_at = now() - interval '1 second'").ok());
+  }
+  PgStore other(conninfo_, 1);
+  auto took = other.TryLeadership(std::chrono::seconds(30));
+  ASSERT_TRUE(took.ok() && took->leader) << took.status().ToString();
+  model::Plan plan;
+  plan.idle_actions = actions;
+  auto refused = store_->ApplyPlan(plan);
+  EXPECT_TRUE(store::IsNotLeader(refused.status())) << refused.status().ToString();
+  EXPECT_EQ(Events(job, "idle_warning"), 0);
+  EXPECT_EQ(Events(job, "stop_ordered"), 0);
+  EXPECT_TRUE(Beat({}).stops.empty()) << "no stop order reached the worker";
 }
 
 TEST_F(GuardrailStoreTest, EndedJobUsageCarriesPoolRunTimeAndPeak) {

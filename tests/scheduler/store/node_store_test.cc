@@ -118,7 +118,7 @@ TEST_F(NodeStoreTest, AnAssignmentPlannedBeforeTheDrainIsNotApplied) {
   ASSERT_TRUE(store_->DrainNode(admin_, "n1").ok());
   auto started = store_->ApplyPlan(plan);
   ASSERT_TRUE(started.ok());
-  EXPECT_EQ(*started, 0);
+  EXPECT_EQ(started->started, 0);
 }
 
 TEST_F(NodeStoreTest, DrainAndUndrainAreAuditedOnlyWhenTheyChangeSomething) {
