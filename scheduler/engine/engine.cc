@@ -33,7 +33,7 @@ void LogIdleActions(const std::vector<model::IdleAction>& actions) {
 
 class Engine::Impl {
  public:
-  Impl(store::JobStore& store, const policy::Policy& policy, EngineOptions options)
+  Impl(store::CycleStore& store, const policy::Policy& policy, EngineOptions options)
       : store_(store), policy_(policy), options_(options), strand_(io_.get_executor()),
         timer_(strand_) {}
 
@@ -259,7 +259,7 @@ class Engine::Impl {
     return all_generation_ + (it == node_generation_.end() ? 0 : it->second);
   }
 
-  store::JobStore& store_;
+  store::CycleStore& store_;
   const policy::Policy& policy_;
   const EngineOptions options_;
 
@@ -283,7 +283,7 @@ class Engine::Impl {
   bool waits_ended_ = false;                                        // guarded by dispatch_mu_
 };
 
-Engine::Engine(store::JobStore& store, const policy::Policy& policy, EngineOptions options)
+Engine::Engine(store::CycleStore& store, const policy::Policy& policy, EngineOptions options)
     : impl_(std::make_unique<Impl>(store, policy, options)) {}
 Engine::~Engine() { impl_->Stop(); }
 void Engine::Start() { impl_->Start(); }

@@ -1,11 +1,18 @@
-// The scheduling engine: runs cycles (load snapshot -> policy Decide -> apply plan in one
+// The scheduling engine: runs cycles (load snapshot -> DecideCycle -> apply the plan in one
 // transaction) on one Asio strand, every `interval` and whenever kicked. Kicks coalesce:
 // any number of kicks during a cycle cause exactly one more cycle.
 //
 // Only the leader runs cycles, so several schedulers may share a database. Leadership is
 // a lease in database time with a fencing term (decision 0020), renewed at the start of
 // every cycle; a standby takes it within the lease's ttl plus one interval of the leader
-// going silent, and the store refuses the old leader's writes. Threading: Kick() and Stats() are thread-safe; the
+// going silent, and the store refuses the old leader's writes.
+//
+// The engine sees only the CycleStore port (store/cycle_store.h): a cycle is lease, sweep,
+// snapshot, policy::DecideCycle (policy/cycle.h), ApplyPlan in one transaction, then the
+// capacity provider (decision 0041). Engine tests run it on the in-memory store
+// (tests/testing/memory_cycle_store.h) as well as on PostgreSQL.
+//
+// Threading: Kick(), Stats(), WaitForWork(), Wake() and EndWaits() are thread-safe; the
 // cycle itself runs only on the engine's own thread. Asio stays out of this header.
 #pragma once
 
@@ -18,7 +25,7 @@
 #include "common/clock.h"
 #include "scheduler/engine/capacity_provider.h"
 #include "scheduler/policy/policy.h"
-#include "scheduler/store/job_store.h"
+#include "scheduler/store/cycle_store.h"
 
 namespace frugal::engine {
 
@@ -43,7 +50,7 @@ struct CycleStats {
 
 class Engine {
  public:
-  Engine(store::JobStore& store, const policy::Policy& policy, EngineOptions options);
+  Engine(store::CycleStore& store, const policy::Policy& policy, EngineOptions options);
   ~Engine();  // Stop()s
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -65,7 +65,7 @@ struct RunningAttempt {
   // Its class's protection from priority preemption (priority_class_runtimes); unset: the
   // policy's PolicyConfig::min_run_time.
   std::optional<Seconds> min_run_time{};
-  // Idle GPU guardrail (decision 0012), read by the engine's idle reclaimer:
+  // Idle GPU guardrail (decision 0012), read by DecideCycle's idle step (policy/cycle.h):
   std::string node_name{};                // the node, named in the idle message
   std::optional<Timestamp> idle_since{};  // every GPU under the threshold since (database time)
   bool idle_warned = false;               // its idle warning was already written

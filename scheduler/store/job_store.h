@@ -1,5 +1,10 @@
-// The JobStore port: everything the API and the engine ask of durable state. The
-// PostgreSQL adapter (pg/pg_store.h) is the only implementation that knows SQL.
+// The JobStore port: everything the API and the engine ask of durable state, as roles.
+// CycleStore (cycle_store.h) is the engine's: leadership, sweep, snapshot, apply.
+// QueueStore (queue_store.h) is the job queue: submit, arrays, list, get, cancel. The rest,
+// declared here, is auth, admin (teams, quotas, budgets, tokens, audit, pools, nodes,
+// guardrails), reports and the background keepers' calls. WorkerStore, CostStore and
+// InstanceStore are ports of their own. The PostgreSQL adapter (pg/pg_store.h) implements
+// them all and is the only code that knows SQL.
 //
 // Threading: implementations are thread-safe; HTTP handler threads and the engine's
 // strand call them concurrently. Every method is one transaction.
@@ -19,113 +24,14 @@
 #include "scheduler/model/pool.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/store/budgets.h"
+#include "scheduler/store/cycle_store.h"
 #include "scheduler/store/dashboard_views.h"
 #include "scheduler/store/pool_availability.h"
+#include "scheduler/store/principal.h"
+#include "scheduler/store/queue_store.h"
 #include "scheduler/store/store_metrics.h"
 
 namespace frugal::store {
-
-// kMetrics: may read GET /metrics and nothing else (a scraper's token).
-// kWorker: a join token: may register nodes (POST /v1/workers/register) and nothing else.
-// kNode: a node credential issued by registration: may call the worker routes for that
-// node only (decision 0019). Never an API token's role: ParseRole refuses it.
-enum class Role { kAdmin, kResearcher, kWorker, kMetrics, kNode };
-const char* ToString(Role r);
-StatusOr<Role> ParseRole(const std::string& s);
-
-// Who is calling, resolved from a bearer token.
-struct Principal {
-  std::int64_t token_id = 0;
-  Role role = Role::kResearcher;
-  model::TeamId team_id = 0;
-  std::string team;
-  model::UserId user_id = 0;
-  std::string user;
-  // Role kNode only: the node the credential belongs to (user holds its name).
-  model::NodeId node_id = 0;
-};
-
-struct SubmitRequest {
-  model::JobSpec spec;
-  std::optional<std::string> idempotency_key;
-  std::string request_sha256;  // of the canonical body, to tell a retry from a reuse
-  // Set: the job starts held, awaiting an admin's approval, with this reason (guardrails).
-  std::optional<std::string> approval_reason;
-};
-
-struct SubmitResult {
-  model::Job job;
-  bool created = false;  // false: an earlier submit with the same key
-};
-
-// One job of a batch submit (SubmitBatch), in request order.
-struct BatchItem {
-  model::JobId id = 0;
-  bool created = false;  // false: an earlier batch with the same key stored it
-  model::JobState state = model::JobState::kPending;
-};
-
-constexpr int kMaxArrayTasks = 10000;
-
-// A job array (decision 0026): one spec, run once per index of first..last by step. Each
-// task is a job whose env adds FRUGAL_ARRAY_ID and FRUGAL_ARRAY_INDEX.
-struct ArrayRequest {
-  SubmitRequest task;  // the spec every task shares; its key and hash are the array's
-  int first = 0;
-  int last = 0;
-  int step = 1;
-  std::optional<int> max_running;  // at most this many tasks running at once
-  // Task i also waits for the task with index i of this array, where it has one.
-  std::optional<std::int64_t> after_array_index;
-};
-
-// An array as `frugal status --array` shows it: its tasks counted by state, and what the
-// sweep has cost so far.
-struct ArraySummary {
-  std::int64_t id = 0;
-  std::string team;
-  std::string user;
-  std::string name;
-  int first = 0;
-  int last = 0;
-  int step = 1;
-  int task_count = 0;
-  std::optional<int> max_running;
-  Timestamp created_at{};
-  std::map<std::string, int> states;  // job state -> tasks in it
-  model::JobId first_job = 0;
-  model::JobId last_job = 0;
-  Micros cost = 0;
-  Micros lost = 0;  // of `cost`, the work lost to interruptions
-};
-
-struct ArrayResult {
-  ArraySummary array;
-  bool created = false;  // false: an earlier submit with the same key
-};
-
-struct JobFilter {
-  std::optional<model::JobState> state;
-  std::optional<model::TeamId> visible_team;  // researchers see their own team only
-  std::optional<std::string> team;
-  std::optional<std::string> user;
-  std::optional<std::pair<std::string, std::string>> label;
-  std::optional<model::JobId> before;  // cursor: ids below this one
-  std::optional<std::int64_t> array;   // the tasks of this job array only
-  int limit = 50;
-};
-
-struct JobPage {
-  std::vector<model::Job> jobs;  // newest first
-  std::optional<model::JobId> next_cursor;
-};
-
-struct JobDetail {
-  model::Job job;
-  std::vector<model::Attempt> attempts;
-  std::optional<model::Checkpoint> latest_checkpoint;
-  std::vector<model::JobEvent> events;
-};
 
 struct Team {
   model::TeamId id = 0;
@@ -154,9 +60,6 @@ struct TokenInfo {
   Timestamp created_at{};
   std::optional<Timestamp> revoked_at;
 };
-
-// The actor of changes the system makes by itself (start-up tokens, test fixtures).
-Principal SystemActor();
 
 // One row of the append-only audit log (migrations/0011_add_audit_log.sql).
 struct AuditEntry {
@@ -234,85 +137,15 @@ struct NodeInfo {
   Timestamp as_of{};
 };
 
-// A node the lost-node sweep declared lost, and the attempts it ended there.
-struct LostNode {
-  std::string name;
-  std::vector<model::AttemptId> attempts;
-  std::vector<model::JobId> jobs;
-};
-
-// What TryLeadership found. `term` is the current term in the database whoever holds it
-// (0: never taken); `leader` whether this store holds it after the call.
-struct LeaderStatus {
-  bool leader = false;
-  std::int64_t term = 0;
-  bool acquired = false;    // this call started a new term held by this store
-  std::string lost_reason;  // set when this call ended a term this store held: why
-};
-
-// Which pending jobs a snapshot reads (JobStore::LoadSnapshot): per team, its first
-// `per_team` that may start and its first `per_team` waiting on a dependency; of all those,
-// `max_pending`. Both at least 1.
-struct PendingWindow {
-  int max_pending = 10000;
-  int per_team = 1000;
-};
-
-// The error of an engine write refused by the fence (FailedPrecondition "not the leader: ...").
-Status NotLeader(const std::string& why);
-bool IsNotLeader(const Status& st);
-
-// What ApplyPlan did.
-struct AppliedPlan {
-  int started = 0;                  // jobs started (a gang counts once)
-  int idle_stops = 0;               // idle stop orders written
-  std::vector<BudgetAlert> alerts;  // budget alerts recorded by this transaction
-};
-
-class JobStore {
+class JobStore : public CycleStore, public QueueStore {
  public:
-  virtual ~JobStore() = default;
+  ~JobStore() override = default;
 
   // Readiness: Unavailable when the database cannot be reached.
   virtual Status Ping() = 0;
 
   // The active (not revoked) token with this SHA-256, or Unauthenticated.
   virtual StatusOr<Principal> Authenticate(const std::string& token_sha256) = 0;
-
-  // Inserts the job (state pending) and its `submitted` event. With an idempotency key
-  // seen before in the team: the earlier job if the request hash matches, else Conflict.
-  // Dependencies must name existing jobs the caller can see (FailedPrecondition).
-  virtual StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) = 0;
-  // Stores every job of `reqs` in one transaction, or none (decision 0024). Items with an
-  // idempotency key that an earlier submit of the same team stored with the same request
-  // come back with created=false; with another request, Conflict naming the item.
-  virtual StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
-                                                       const std::vector<SubmitRequest>& reqs) = 0;
-  // Stores the array and all its tasks in one transaction (decision 0026). A repeated key
-  // with the same request returns the earlier array (created=false); with another, Conflict.
-  virtual StatusOr<ArrayResult> SubmitArray(const Principal& who, const ArrayRequest& req) = 0;
-  // NotFound unless the array exists and `visible_team` (when set) owns it.
-  virtual StatusOr<ArraySummary> GetArray(std::int64_t id,
-                                          std::optional<model::TeamId> visible_team) = 0;
-  // Cancels every task that has not ended, as CancelJob does one; returns how many.
-  virtual StatusOr<int> CancelArray(std::int64_t id, std::optional<model::TeamId> visible_team,
-                                    const std::string& actor) = 0;
-  // Every task of `arrays`, for a dependency on whole arrays (`after_arrays`). NotFound
-  // naming an array that does not exist or that `visible_team` cannot see.
-  virtual StatusOr<std::vector<model::JobId>> ArrayTasks(
-      const std::vector<std::int64_t>& arrays, std::optional<model::TeamId> visible_team) = 0;
-
-  virtual StatusOr<JobPage> ListJobs(const JobFilter& filter) = 0;
-
-  // NotFound if the job does not exist or is not in `visible_team` (when set).
-  virtual StatusOr<JobDetail> GetJob(model::JobId id,
-                                     std::optional<model::TeamId> visible_team) = 0;
-
-  // Pending/held jobs end `cancelled` at once; running ones get cancel_requested (the
-  // worker stops them). Conflict if the job has already ended.
-  virtual StatusOr<model::Job> CancelJob(model::JobId id,
-                                         std::optional<model::TeamId> visible_team,
-                                         const std::string& actor) = 0;
 
   // --- admin ---
   // Every mutating admin method takes the `actor` and writes an audit row (who, what,
@@ -432,41 +265,6 @@ class JobStore {
   // attempt is active on it. Otherwise Conflict, saying which. Returns the node as it was.
   virtual StatusOr<NodeInfo> RemoveNode(const Principal& actor, const std::string& name) = 0;
 
-  // --- engine ---
-  // Nodes whose lease (database time) expired become lost; their active attempts end
-  // node_lost (or preempted, after a spot notice) and their jobs are pending again with
-  // their checkpoints. Returns each node declared lost, with what it ended.
-  virtual StatusOr<std::vector<LostNode>> SweepLostNodes() = 0;
-  // Leadership is a lease in database time with a fencing term (decision 0020). Renews
-  // the lease for `ttl` if this store holds the current term and it has not expired;
-  // otherwise takes it with a new term if it has expired (or was never taken). A renewal
-  // that finds the term ended, or fails, gives the term up here at once: the engine
-  // writes below refuse until a later call takes a new one. Errors are the database's.
-  virtual StatusOr<LeaderStatus> TryLeadership(std::chrono::milliseconds ttl) = 0;
-  // Ends the lease now if this store holds it (a clean shutdown), so a standby or a
-  // restarted scheduler need not wait for it to expire. Ok when it held none.
-  virtual Status ReleaseLeadership() = 0;
-  // The engine's writes (SweepLostNodes, ApplyPlan, FireBudgetAlerts)
-  // check in their own transaction, first, that this store holds the current term and its
-  // lease is unexpired (the row stays locked FOR SHARE until commit, so no takeover
-  // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
-  // Pending jobs, active attempts (with their idle state and team idle policy), live nodes,
-  // pools, quotas, budgets, the idle settings, and the database's now(). The pending jobs
-  // are each team's first `window.per_team` in claim order (priority, then id) that may
-  // start, and its first `window.per_team` that wait on an open dependency; of those the
-  // first `window.max_pending`, every team's first before any team's second, returned in
-  // claim order (decision 0035). A team with a deep queue cannot hide another team's jobs
-  // from the cycle, and a cycle reads hundreds of rows, not the whole queue.
-  virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
-  // Applies the plan in one transaction, in this order: the idle actions (warning events,
-  // once per attempt, and stop orders of kind `idle`), assignments, waits, holds, the
-  // policy's stops, and then the budget alerts that teams' spending has reached (one row
-  // per team, period and threshold, with its webhook delivery pending; FireBudgetAlerts).
-  // What changed since the snapshot is skipped, not refused: an assignment whose job is no
-  // longer pending or whose node is no longer live, a wait or hold of a job that is not
-  // pending, a stop or idle order for an attempt that ended or already has a stop order.
-  // NotLeader (writing nothing) if this store's term ended.
-  virtual StatusOr<AppliedPlan> ApplyPlan(const model::Plan& plan) = 0;
 
   // --- metrics ---
   // The database's figures for GET /metrics, read in one REPEATABLE READ transaction so
