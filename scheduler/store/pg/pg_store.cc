@@ -1,5 +1,6 @@
 // PgStore: connection management, auth, admin and capacity.
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 #include "scheduler/store/pg/pg_audit.h"
 
@@ -15,7 +16,11 @@ const char* ToString(ConfigChange::Kind k) {
 }
 
 PgStore::PgStore(std::string conninfo, int pool_size, PgConnOptions options)
-    : pool_(std::move(conninfo), pool_size, options), instance_id_(pg::NewInstanceId()) {}
+    : pool_owner_(std::make_unique<PgPool>(std::move(conninfo), pool_size, options)),
+      pool_(*pool_owner_),
+      instance_id_(pg::NewInstanceId()) {}
+
+PgStore::~PgStore() = default;
 
 Status PgStore::Ping() {
   auto r = Autocommit<int>(pool_, Repeat::kReads, [](PgConn& c) -> StatusOr<int> {

@@ -8,6 +8,7 @@
 #include "scheduler/model/availability_history.h"
 #include "scheduler/store/pg/pg_audit.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

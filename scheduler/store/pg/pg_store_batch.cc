@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

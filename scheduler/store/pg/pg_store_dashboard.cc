@@ -2,6 +2,7 @@
 // timeline and the jobs list's summaries of it. Money is the ledger's F
 // (frugal_cost_micros), so an attempt's cost here is the amount the cost report counts.
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

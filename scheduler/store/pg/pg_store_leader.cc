@@ -9,6 +9,7 @@
 
 #include "common/crypto.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

@@ -1,6 +1,7 @@
 // The cost ledger: billing ended attempts, and cost reports over the ledger plus the running
 // attempts. All arithmetic is the SQL function frugal_cost_micros (migration 0004).
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

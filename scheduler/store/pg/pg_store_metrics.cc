@@ -1,6 +1,7 @@
 // The database's figures for GET /metrics. Four grouped scans in one read-only snapshot;
 // every count is of rows that are never deleted, so the counters only grow.
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

@@ -6,6 +6,7 @@
 
 #include "scheduler/store/pg/pg_audit.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

@@ -9,6 +9,7 @@
 
 #include "scheduler/model/lifecycle.h"
 #include "scheduler/store/pg/pg_store.h"
+#include "scheduler/store/pg/pg_store_internal.h"
 
 namespace frugal::store {
 

@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 #include "scheduler/policy/fifo_policy.h"
+#include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"
 #include "tests/testing/test_postgres.h"

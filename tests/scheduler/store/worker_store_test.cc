@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "scheduler/policy/fifo_policy.h"
+#include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"
 
