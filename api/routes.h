@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/policy/guardrails.h"
+#include "scheduler/service/submit_service.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"
 
@@ -25,7 +26,8 @@ struct Context {
   store::WorkerStore& workers;
   store::CostStore& costs;
   engine::Engine& engine;
-  const engine::Advisor& advisor;
+  const service::Advisor& advisor;
+  const service::SubmitService& submit;  // submit admission (decision 0043)
   const Clock& clock;
   ApiOptions options;
   ReadyCheck* ready = nullptr;  // /readyz's bounded database check; owned by the server
@@ -146,10 +148,9 @@ void RegisterPlacementRoutes(Router& server, Context& ctx);
 void RegisterReportRoutes(Router& server, Context& ctx);
 void RegisterBudgetRoutes(Router& server, Context& ctx);  // routes_budgets.cc
 // Adds to a submit response what the job is expected to cost (the quote's recommended pool)
-// and, if the caller's team has a budget, what it has left. Best effort. The submit route
-// calls it before storing the job, so the job itself is never counted in what is left.
-void AddBudgetOutlook(Context& ctx, const store::Principal& who, const policy::Quote& quote,
-                      json& out);
+// and, if the caller's team has a budget, what it had left before the job was stored.
+void EncodeOutlook(const policy::Quote& quote, const std::optional<store::BudgetStatus>& budget,
+                   json& out);
 // routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.
 void RegisterMetricsRoutes(Router& server, Context& ctx);
 // routes_dashboard.cc: the JSON views the dashboard needs (overview, job timeline, cost
@@ -157,22 +158,13 @@ void RegisterMetricsRoutes(Router& server, Context& ctx);
 void RegisterDashboardRoutes(Router& server, Context& ctx);
 void RegisterWebRoutes(Router& server, Context& ctx);
 
-// routes_placement.cc: the quote as JSON, and the submit-time checks: 422 naming `gpus`
-// when no node of any pool the job may use can hold it (until gangs span nodes), and 422
-// naming `deadline` with the earliest feasible finish when no safe pool can meet it.
+// routes_placement.cc: the quote as JSON (submit admission itself is
+// service::SubmitService's).
 json EncodeQuote(const policy::Quote& quote);
-// Returns the quote it checked, for the submit reply's outlook.
-StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec);
-// The same checks against a quote already made (batch submit quotes every job at once).
-Status CheckQuote(const model::JobSpec& spec, const policy::Quote& quote);
 
-// routes_guardrails.cc: admin guardrail routes; the submit-time rules (the class's
-// max_runtime default and maximum, 422 above it; the approval hold) applied to `req`; and
-// a finished job's right-sizing advice (null when none).
+// routes_guardrails.cc: admin guardrail routes, and a finished job's right-sizing advice
+// (null when none). The submit-time rules are service::SubmitService's.
 void RegisterGuardrailRoutes(Router& server, Context& ctx);
-Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req);
-// The same rules with settings already read (batch submit reads them once).
-Status ApplySubmitGuardrails(const model::GuardrailSettings& settings, store::SubmitRequest& req);
 StatusOr<json> JobRightSizing(Context& ctx, const store::JobDetail& detail);
 json EncodeRightSizing(const policy::RightSizing& advice);
 

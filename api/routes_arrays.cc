@@ -82,10 +82,8 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
     return Status(spec.status().code(), "job: " + spec.status().message(),
                   spec.status().field().empty() ? "job" : "job." + spec.status().field());
   ar.task.spec = *std::move(spec);
-  RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, ar.task));
   ArrayDeps deps(ctx, who);
   RETURN_IF_ERROR(deps.Take(body, ar.task.spec, count));
-  ASSIGN_OR_RETURN(const policy::Quote quote, CheckPlaceable(ctx, ar.task.spec));
   if (req.has_header("Idempotency-Key")) {
     const std::string key = req.get_header_value("Idempotency-Key");
     if (key.empty() || key.size() > 255 || !IsStorableText(key))
@@ -94,7 +92,9 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
     ar.task.idempotency_key = key;
   }
   ar.task.request_sha256 = Sha256Hex(canonical);
-  ASSIGN_OR_RETURN(auto result, ctx.store.SubmitArray(who, ar));
+  ASSIGN_OR_RETURN(auto submitted, ctx.submit.SubmitArray(who, std::move(ar), ctx.clock.Now()));
+  const store::ArrayResult& result = submitted.result;
+  const policy::Quote& quote = submitted.quote;
   json out = EncodeArray(result.array);
   if (quote.recommended) {
     for (const auto& p : quote.pools)
@@ -102,11 +102,6 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
         out["expected_pool"] = p.pool;
         out["expected_cost"] = FormatDollars(p.expected_cost * result.array.task_count, true);
       }
-  }
-  if (result.created) {
-    spdlog::info(R"("event":"array_submitted","array_id":{},"team":"{}","tasks":{})",
-                 result.array.id, result.array.team, result.array.task_count);
-    ctx.engine.Kick();
   }
   return Reply{result.created ? 201 : 200, out};
 }

@@ -127,9 +127,8 @@ void RegisterBudgetRoutes(Router& s, Context& ctx) {
 
 namespace frugal::api {
 
-void AddBudgetOutlook(Context& ctx, const store::Principal& who, const policy::Quote& quote,
-                      json& out) {
-  // Best effort: a failed look-up only leaves fields out, it never fails the submit.
+void EncodeOutlook(const policy::Quote& quote, const std::optional<store::BudgetStatus>& budget,
+                   json& out) {
   if (quote.recommended) {
     for (const auto& p : quote.pools) {
       if (p.pool_id != *quote.recommended) continue;
@@ -140,12 +139,12 @@ void AddBudgetOutlook(Context& ctx, const store::Principal& who, const policy::Q
           Money(p.kind == model::CapacityKind::kReserved ? 0 : p.expected_cost);
     }
   }
-  if (auto st = ctx.store.GetBudgetStatus(who.team, std::nullopt); st.ok()) {
-    out["budget"] = {{"period", model::ToString(st->spec.period)},
-                     {"limit", Money(st->spec.limit)},
-                     {"used", Money(st->used())},
-                     {"left", Money(st->left())},
-                     {"hard", st->spec.hard}};
+  if (budget) {
+    out["budget"] = {{"period", model::ToString(budget->spec.period)},
+                     {"limit", Money(budget->spec.limit)},
+                     {"used", Money(budget->used())},
+                     {"left", Money(budget->left())},
+                     {"hard", budget->spec.hard}};
   }
 }
 

@@ -122,17 +122,6 @@ Status MergeSettings(const json& body, model::GuardrailSettings& s) {
   return Status::Ok();
 }
 
-Status ApplySubmitGuardrails(Context& ctx, store::SubmitRequest& req) {
-  ASSIGN_OR_RETURN(auto settings, ctx.store.GetGuardrails());
-  return ApplySubmitGuardrails(settings, req);
-}
-
-Status ApplySubmitGuardrails(const model::GuardrailSettings& settings, store::SubmitRequest& req) {
-  ASSIGN_OR_RETURN(req.spec, policy::ApplyClassRuntime(req.spec, settings));
-  req.approval_reason = policy::ApprovalReason(req.spec, settings);
-  return Status::Ok();
-}
-
 json EncodeRightSizing(const policy::RightSizing& r) {
   return {{"pool", r.pool},
           {"gpu_type", r.gpu_type},

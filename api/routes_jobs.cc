@@ -111,11 +111,8 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
                              "Idempotency-Key");
   }
   const Timestamp now = ctx.clock.Now();
-  ASSIGN_OR_RETURN(auto guardrails, ctx.store.GetGuardrails());
   std::vector<store::SubmitRequest> reqs(specs.size());
   ArrayDeps array_deps(ctx, who);  // after_arrays: one limit over the whole batch
-  std::vector<model::JobSpec> checked;
-  checked.reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
     auto& r = reqs[i];
     if (!specs[i].is_object())
@@ -130,31 +127,25 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
     if (!spec.ok()) return AtItem(spec.status(), i);
     r.spec = *std::move(spec);
     if (Status st = array_deps.Take(after_arrays, r.spec); !st.ok()) return AtItem(st, i);
-    if (Status st = ApplySubmitGuardrails(guardrails, r); !st.ok()) return AtItem(st, i);
     if (key) {
       r.idempotency_key = *key + "#" + std::to_string(i);
       r.request_sha256 = Sha256Hex(specs[i].dump());
     }
-    checked.push_back(r.spec);
   }
-  ASSIGN_OR_RETURN(auto quotes, ctx.advisor.QuoteAll(checked, now));
-  Micros expected = 0;
-  for (std::size_t i = 0; i < quotes.size(); ++i) {
-    if (Status st = CheckQuote(checked[i], quotes[i]); !st.ok()) return AtItem(st, i);
-    for (const auto& p : quotes[i].pools)
-      if (quotes[i].recommended && p.pool_id == *quotes[i].recommended) expected += p.expected_cost;
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t refused = kNone;
+  auto batch = ctx.submit.SubmitBatch(who, std::move(reqs), now, &refused);
+  if (!batch.ok()) {
+    // An admission refusal names its item; the store's errors name theirs themselves.
+    return refused == kNone ? batch.status() : AtItem(batch.status(), refused);
   }
-  ASSIGN_OR_RETURN(auto items, ctx.store.SubmitBatch(who, reqs));
+  const auto& items = batch->items;
+  const Micros expected = batch->expected_cost;
   json jobs = json::array();
   int created = 0;
   for (const auto& item : items) {
     created += item.created ? 1 : 0;
     jobs.push_back({{"id", item.id}, {"state", model::ToString(item.state)}, {"created", item.created}});
-  }
-  if (created > 0) {
-    spdlog::info(R"("event":"jobs_submitted","team":"{}","count":{},"first_id":{})", who.team,
-                 created, items.front().id);
-    ctx.engine.Kick();
   }
   return Reply{created > 0 ? 201 : 200,
                {{"count", items.size()},
@@ -222,10 +213,9 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
            ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
            ArrayDeps array_deps(ctx, *who);
            RETURN_IF_ERROR(array_deps.Take(after_arrays, sr.spec));
-           RETURN_IF_ERROR(ApplySubmitGuardrails(ctx, sr));  // class max_runtime, approval
            if (dry_run) {
              // The plan without the job: where it would go, what it would cost, by when.
-             ASSIGN_OR_RETURN(auto quote, ctx.advisor.Quote(sr.spec, ctx.clock.Now()));
+             ASSIGN_OR_RETURN(auto quote, ctx.submit.DryRun(sr, ctx.clock.Now()));
              model::Job job;
              job.spec = sr.spec;
              job.team = who->team;
@@ -235,7 +225,6 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              j.erase("id");
              return Reply{200, {{"dry_run", true}, {"job", j}, {"quote", EncodeQuote(quote)}}};
            }
-           ASSIGN_OR_RETURN(const policy::Quote quote, CheckPlaceable(ctx, sr.spec));
            if (req.has_header("Idempotency-Key")) {
              std::string key = req.get_header_value("Idempotency-Key");
              if (key.empty() || key.size() > 255 || !IsStorableText(key)) {
@@ -245,16 +234,10 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              sr.idempotency_key = key;
            }
            sr.request_sha256 = Sha256Hex(canonical);
-           // The expected cost and the budget left as the submitter faces them: read before
-           // the job is stored, so the engine cannot have placed (and charged) it yet.
+           ASSIGN_OR_RETURN(auto submitted, ctx.submit.Submit(*who, std::move(sr), ctx.clock.Now()));
+           const store::SubmitResult& result = submitted.result;
            json outlook = json::object();
-           AddBudgetOutlook(ctx, *who, quote, outlook);
-           ASSIGN_OR_RETURN(auto result, ctx.store.Submit(*who, sr));
-           if (result.created) {
-             spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
-                          result.job.id, result.job.team, result.job.spec.gpus);
-             ctx.engine.Kick();
-           }
+           EncodeOutlook(submitted.quote, submitted.budget, outlook);
            json out = EncodeJob(result.job);
            for (auto& [key, value] : outlook.items()) out[key] = value;
            return Reply{result.created ? 201 : 200, out};

@@ -69,20 +69,6 @@ json EncodeQuote(const policy::Quote& q) {
           {"learned", EncodeOutlooks(q.learned)}};
 }
 
-StatusOr<policy::Quote> CheckPlaceable(Context& ctx, const model::JobSpec& spec) {
-  ASSIGN_OR_RETURN(auto quote, ctx.advisor.Quote(spec, ctx.clock.Now()));
-  RETURN_IF_ERROR(CheckQuote(spec, quote));
-  return quote;
-}
-
-Status CheckQuote(const model::JobSpec& spec, const policy::Quote& quote) {
-  if (!quote.unplaceable.empty()) return FailedPrecondition(quote.unplaceable, "gpus");
-  // Only a deadline with an estimate can be checked; without pools nothing is known yet.
-  if (spec.deadline && spec.estimate && !quote.deadline_feasible && quote.earliest_finish)
-    return FailedPrecondition(quote.refusal, "deadline");
-  return Status::Ok();
-}
-
 void RegisterPlacementRoutes(Router& s, Context& ctx) {
   s.Get(R"(/v1/jobs/([^/]+)/why)", Route(ctx, Access::kUsers, [&ctx](const httplib::Request& req,
                                                                       auto& who) -> StatusOr<Reply> {

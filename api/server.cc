@@ -321,20 +321,22 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
 
 struct ApiServer::Impl {
   Impl(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-       engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+       engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
        ApiOptions options)
       : ready([&store] { return store.Ping(); }, kReadyWait),
         lanes(std::max(1, options.db_pool_size - 2), std::max(2, options.db_pool_size)),
-        ctx{store, workers, costs, engine, advisor, clock, options, &ready} {}
+        submit(store, advisor, [&engine] { engine.Kick(); }),
+        ctx{store, workers, costs, engine, advisor, submit, clock, options, &ready} {}
   ReadyCheck ready;
   HandlerLanes lanes;
+  service::SubmitService submit;
   Context ctx;
   HttpServer server;
   Router router{server, lanes};
 };
 
 ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-                     engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+                     engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
                      ApiOptions options)
     : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, clock, options)) {
   auto& s = impl_->server;

@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "scheduler/engine/advisor.h"
+#include "scheduler/service/advisor.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/store/cost_store.h"
 #include "scheduler/store/instance_store.h"
@@ -51,7 +51,7 @@ struct ApiOptions {
 class ApiServer {
  public:
   ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-            engine::Engine& engine, const engine::Advisor& advisor, const Clock& clock,
+            engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
             ApiOptions options);
   ~ApiServer();
 

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "scheduler/embedded_db.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/service/advisor.h"
 #include "scheduler/engine/availability_refitter.h"
 #include "scheduler/engine/statistics_keeper.h"
 #include "scheduler/engine/spot_solver.h"
@@ -163,7 +164,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (auto* cost = dynamic_cast<const frugal::policy::CostPolicy*>(policy->get()))
     spot_book = cost->spot_book();
   frugal::engine::SpotSolver spot_solver(spot_book, std::chrono::milliseconds(500));
-  frugal::engine::Advisor advisor(store, policy_config, spot_book.get());
+  frugal::service::Advisor advisor(store, policy_config, spot_book.get());
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
                                  cfg.db_pool_size, &store});

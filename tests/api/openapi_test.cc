@@ -7,7 +7,7 @@
 
 #include "api/codec.h"
 #include "api/server.h"
-#include "scheduler/engine/advisor.h"
+#include "scheduler/service/advisor.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -34,7 +34,7 @@ std::vector<RouteInfo> ServerRoutes() {
   auto policy = policy::MakePolicy("placement/fifo");
   EXPECT_TRUE(policy.ok());
   engine::Engine engine(store, **policy, {});
-  engine::Advisor advisor(store, {});
+  service::Advisor advisor(store, {});
   SystemClock clock;
   ApiServer server(store, store, store, engine, advisor, clock, {});
   return server.Routes();

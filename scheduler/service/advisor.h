@@ -1,6 +1,7 @@
 // Answers about placement that are not a cycle: what a job would cost before it is
-// submitted (submit --dry-run, the deadline check at submit) and why a job waits or runs
-// where it does (`frugal why`). Reads the store, asks the pure policy code; changes nothing.
+// submitted (submit --dry-run, the deadline check at submit; SubmitService) and why a job
+// waits or runs where it does (`frugal why`). Reads the store, asks the pure policy code;
+// changes nothing. Part of the service layer (decision 0043): it uses nothing of the engine.
 // Thread-safe: the store is, and the policy code is pure.
 #pragma once
 
@@ -12,7 +13,7 @@
 #include "scheduler/policy/quote.h"
 #include "scheduler/store/job_store.h"
 
-namespace frugal::engine {
+namespace frugal::service {
 
 struct Why {
   std::optional<policy::PriorityFactors> factors;  // pending and ready jobs only
@@ -49,4 +50,4 @@ class Advisor {
   const policy::SpotBook* book_;
 };
 
-}  // namespace frugal::engine
+}  // namespace frugal::service

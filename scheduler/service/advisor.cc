@@ -1,8 +1,8 @@
-#include "scheduler/engine/advisor.h"
+#include "scheduler/service/advisor.h"
 
 #include "scheduler/policy/cost_policy.h"
 
-namespace frugal::engine {
+namespace frugal::service {
 
 StatusOr<policy::Quote> Advisor::Quote(const model::JobSpec& spec, Timestamp now) const {
   ASSIGN_OR_RETURN(auto pools, store_.ListPools());
@@ -53,4 +53,4 @@ StatusOr<Why> Advisor::Explain(model::JobId job, int max_pending) const {
   return why;
 }
 
-}  // namespace frugal::engine
+}  // namespace frugal::service

@@ -1,0 +1,113 @@
+// SubmitService (decision 0043) on a real PostgreSQL: admission's order and refusals, what
+// is stored, and when the engine is kicked. The routes' encoding is the e2e tests' part.
+#include "scheduler/service/submit_service.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/store/pg/pg_store.h"
+#include "tests/testing/store_fixture.h"
+
+namespace frugal::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SubmitServiceTest : public testing::StoreTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(StoreTest::SetUp());
+    ASSERT_TRUE(
+        store_->UpsertPool(testing::A100Pool("od", model::CapacityKind::kOnDemand, 3'000'000))
+            .ok());
+    // Its one node has 8 GPUs: no node holds more.
+    ASSERT_TRUE(
+        store_->RegisterWorker(testing::A100Node("n1", 8), "od", Seconds(600), std::nullopt).ok());
+    // "normal" jobs run at most 2 h; without a max_runtime they get 1 h.
+    model::GuardrailSettings g;
+    g.runtimes["normal"] = {Seconds(3600), Seconds(7200), std::nullopt};
+    ASSERT_TRUE(store_->SetGuardrails(g).ok());
+    policy::PolicyConfig config;
+    config.spread_large_jobs = false;  // as the scheduler runs (scheduler/main.cc)
+    advisor_ = std::make_unique<Advisor>(*store_, config);
+    service_ = std::make_unique<SubmitService>(*store_, *advisor_, [this] { ++kicks_; });
+  }
+
+  static store::SubmitRequest Job(int gpus, std::optional<Seconds> max_runtime = std::nullopt) {
+    store::SubmitRequest r;
+    r.spec.command = {"true"};
+    r.spec.gpus = gpus;
+    r.spec.max_runtime = max_runtime;
+    return r;
+  }
+  int Jobs() { return static_cast<int>(store_->ListJobs({})->jobs.size()); }
+
+  std::unique_ptr<Advisor> advisor_;
+  std::unique_ptr<SubmitService> service_;
+  int kicks_ = 0;
+};
+
+TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
+  auto s = service_->Submit(admin_, Job(4), std::chrono::system_clock::now());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->result.created);
+  // The guardrail's class default was applied before storing.
+  EXPECT_EQ(s->result.job.spec.max_runtime, Seconds(3600));
+  ASSERT_TRUE(s->quote.recommended.has_value());
+  EXPECT_FALSE(s->budget.has_value()) << "the team has no budget";
+  EXPECT_EQ(kicks_, 1);
+  // A replay of the same key stores nothing and kicks nothing.
+  store::SubmitRequest again = Job(4);
+  again.idempotency_key = "k";
+  again.request_sha256 = "h";
+  ASSERT_TRUE(service_->Submit(admin_, again, std::chrono::system_clock::now()).ok());
+  auto replay = service_->Submit(admin_, again, std::chrono::system_clock::now());
+  ASSERT_TRUE(replay.ok()) << replay.status().ToString();
+  EXPECT_FALSE(replay->result.created);
+  EXPECT_EQ(kicks_, 2);
+  EXPECT_EQ(Jobs(), 2);
+}
+
+TEST_F(SubmitServiceTest, RefusalsNameTheirFieldAndStoreNothing) {
+  auto too_long =
+      service_->Submit(admin_, Job(1, Seconds(3 * 3600)), std::chrono::system_clock::now());
+  EXPECT_EQ(too_long.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(too_long.status().field(), "max_runtime_seconds");
+  // No node of any pool can hold 16 GPUs: refused before it is stored.
+  auto too_big = service_->Submit(admin_, Job(16), std::chrono::system_clock::now());
+  EXPECT_EQ(too_big.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(too_big.status().field(), "gpus");
+  EXPECT_EQ(Jobs(), 0);
+  EXPECT_EQ(kicks_, 0);
+}
+
+TEST_F(SubmitServiceTest, ADryRunQuotesWhatASubmitWouldRefuseAndStoresNothing) {
+  store::SubmitRequest r = Job(16);
+  auto quote = service_->DryRun(r, std::chrono::system_clock::now());
+  ASSERT_TRUE(quote.ok()) << quote.status().ToString();
+  EXPECT_FALSE(quote->unplaceable.empty());
+  EXPECT_EQ(r.spec.max_runtime, Seconds(3600)) << "the request comes back admitted";
+  EXPECT_EQ(Jobs(), 0);
+  EXPECT_EQ(kicks_, 0);
+}
+
+TEST_F(SubmitServiceTest, ABatchIsRefusedWholeNamingTheItem) {
+  std::vector<store::SubmitRequest> batch{Job(1), Job(2), Job(1, Seconds(3 * 3600)), Job(1)};
+  std::size_t refused = 99;
+  auto r = service_->SubmitBatch(admin_, batch, std::chrono::system_clock::now(), &refused);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused, 2u);
+  EXPECT_EQ(Jobs(), 0);
+  batch.erase(batch.begin() + 2);
+  refused = 99;
+  r = service_->SubmitBatch(admin_, batch, std::chrono::system_clock::now(), &refused);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(refused, 99u);
+  EXPECT_EQ(r->items.size(), 3u);
+  // 1 + 2 + 1 GPUs for the class default's hour at $3 per GPU-hour.
+  EXPECT_EQ(r->expected_cost, 12'000'000);
+  EXPECT_EQ(Jobs(), 3);
+  EXPECT_EQ(kicks_, 1);
+}
+
+}  // namespace
+}  // namespace frugal::service
