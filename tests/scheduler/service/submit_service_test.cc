@@ -27,7 +27,7 @@ class SubmitServiceTest : public testing::StoreTest {
     g.runtimes["normal"] = {Seconds(3600), Seconds(7200), std::nullopt};
     ASSERT_TRUE(store_->SetGuardrails(g).ok());
     policy::PolicyConfig config;
-    config.spread_large_jobs = false;  // as the scheduler runs (scheduler/main.cc)
+    config.spread_large_jobs = false;  // as the scheduler runs (scheduler/app/main.cc)
     advisor_ = std::make_unique<Advisor>(*store_, config);
     service_ = std::make_unique<SubmitService>(*store_, *advisor_, [this] { ++kicks_; });
   }

@@ -16,7 +16,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "config/config.h"
-#include "scheduler/embedded_db.h"
+#include "scheduler/app/embedded_db.h"
 #include "scheduler/engine/engine.h"
 #include "scheduler/service/advisor.h"
 #include "scheduler/engine/availability_refitter.h"

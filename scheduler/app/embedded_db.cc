@@ -1,4 +1,4 @@
-#include "scheduler/embedded_db.h"
+#include "scheduler/app/embedded_db.h"
 
 #include <spdlog/spdlog.h>
 
