@@ -22,6 +22,8 @@
 
 namespace frugal::store {
 
+// One job to store, as admission left it (service/submit_service.h has applied the
+// guardrails: a default max_runtime, an approval hold).
 struct SubmitRequest {
   model::JobSpec spec;
   std::optional<std::string> idempotency_key;
@@ -30,6 +32,7 @@ struct SubmitRequest {
   std::optional<std::string> approval_reason;
 };
 
+// The job as stored (or as an earlier submit with the same key stored it).
 struct SubmitResult {
   model::Job job;
   bool created = false;  // false: an earlier submit with the same key
@@ -76,11 +79,13 @@ struct ArraySummary {
   Micros lost = 0;  // of `cost`, the work lost to interruptions
 };
 
+// The array as stored (or as an earlier submit with the same key stored it).
 struct ArrayResult {
   ArraySummary array;
   bool created = false;  // false: an earlier submit with the same key
 };
 
+// Which jobs ListJobs returns, newest first; every field narrows (unset: any).
 struct JobFilter {
   std::optional<model::JobState> state;
   std::optional<model::TeamId> visible_team;  // researchers see their own team only
@@ -92,11 +97,14 @@ struct JobFilter {
   int limit = 50;
 };
 
+// One page of ListJobs; `next_cursor` is the `before` of the next page (unset: last page).
 struct JobPage {
   std::vector<model::Job> jobs;  // newest first
   std::optional<model::JobId> next_cursor;
 };
 
+// A job with its attempts (oldest first), its latest committed checkpoint and its events
+// (oldest first), as GetJob returns it.
 struct JobDetail {
   model::Job job;
   std::vector<model::Attempt> attempts;
@@ -131,6 +139,8 @@ class QueueStore {
   virtual StatusOr<std::vector<model::JobId>> ArrayTasks(
       const std::vector<std::int64_t>& arrays, std::optional<model::TeamId> visible_team) = 0;
 
+  // The jobs `filter` selects, newest first, at most `filter.limit` (the API allows 1 to
+  // 500).
   virtual StatusOr<JobPage> ListJobs(const JobFilter& filter) = 0;
 
   // NotFound if the job does not exist or is not in `visible_team` (when set).
