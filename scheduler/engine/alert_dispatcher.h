@@ -1,5 +1,5 @@
 // Budget alerts leave the scheduler here (decision 0010). The cycle records alerts in the
-// database as it applies its plan (JobStore::ApplyPlan: one row per team, period and
+// database as it applies its plan (CycleStore::ApplyPlan: one row per team, period and
 // threshold; AnnounceBudgetAlerts below logs them); an
 // AlertDispatcher on its own thread POSTs the ones with a webhook, so a slow or dead
 // webhook never holds up a scheduling cycle, and an alert whose POST fails stays pending
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "scheduler/store/job_store.h"
+#include "scheduler/store/keeper_store.h"
 
 namespace frugal::engine {
 
@@ -38,7 +38,7 @@ struct AlertDispatcherOptions {
 // Threading: Start/Stop/Wake from any thread; passes run on the dispatcher's own thread.
 class AlertDispatcher {
  public:
-  AlertDispatcher(store::JobStore& store, WebhookSender& sender,
+  AlertDispatcher(store::KeeperStore& store, WebhookSender& sender,
                   AlertDispatcherOptions options = {})
       : store_(store), sender_(sender), options_(options) {}
   ~AlertDispatcher() { Stop(); }
@@ -56,7 +56,7 @@ class AlertDispatcher {
  private:
   void Loop();
 
-  store::JobStore& store_;
+  store::KeeperStore& store_;
   WebhookSender& sender_;
   const AlertDispatcherOptions options_;
   std::mutex mu_;
@@ -67,7 +67,7 @@ class AlertDispatcher {
 };
 
 // The cycle's part, after its plan committed with the alerts the teams' spending reached
-// (JobStore::ApplyPlan records them): logs each new one and calls `wake` if there are any,
+// (CycleStore::ApplyPlan records them): logs each new one and calls `wake` if there are any,
 // so the dispatcher delivers them now rather than at its next poll. Never HTTP.
 void AnnounceBudgetAlerts(const std::vector<store::BudgetAlert>& fired,
                           const std::function<void()>& wake);

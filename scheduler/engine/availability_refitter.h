@@ -11,14 +11,14 @@
 #include "common/clock.h"
 #include "common/periodic.h"
 #include "common/status.h"
-#include "scheduler/store/job_store.h"
+#include "scheduler/store/keeper_store.h"
 
 namespace frugal::engine {
 
 class AvailabilityRefitter {
  public:
   // `interval`: time between refits (the first one runs at Start).
-  AvailabilityRefitter(store::JobStore& store, Seconds interval)
+  AvailabilityRefitter(store::KeeperStore& store, Seconds interval)
       : store_(store),
         thread_(std::chrono::duration_cast<std::chrono::milliseconds>(interval),
                 [this] { Tick(); }) {}
@@ -33,7 +33,7 @@ class AvailabilityRefitter {
  private:
   void Tick();
 
-  store::JobStore& store_;
+  store::KeeperStore& store_;
   Periodic thread_;  // last: stopped (joined) before the members it uses go
 };
 

@@ -14,14 +14,14 @@
 
 #include "common/periodic.h"
 #include "common/status.h"
-#include "scheduler/store/job_store.h"
+#include "scheduler/store/keeper_store.h"
 
 namespace frugal::engine {
 
 class StatisticsKeeper {
  public:
   // `interval`: time between looks (the first one at Start).
-  StatisticsKeeper(store::JobStore& store, std::chrono::milliseconds interval)
+  StatisticsKeeper(store::KeeperStore& store, std::chrono::milliseconds interval)
       : store_(store), thread_(interval, [this] { Tick(); }) {}
 
   void Start() { thread_.Start(); }
@@ -33,7 +33,7 @@ class StatisticsKeeper {
  private:
   void Tick();
 
-  store::JobStore& store_;
+  store::KeeperStore& store_;
   bool warned_ = false;  // only the keeper's thread touches it
   Periodic thread_;      // last: stopped (joined) before the members it uses go
 };

@@ -1,10 +1,14 @@
-// The JobStore port: everything the API and the engine ask of durable state, as roles.
-// CycleStore (cycle_store.h) is the engine's: leadership, sweep, snapshot, apply.
-// QueueStore (queue_store.h) is the job queue: submit, arrays, list, get, cancel. The rest,
-// declared here, is auth, admin (teams, quotas, budgets, tokens, audit, pools, nodes,
-// guardrails), reports and the background keepers' calls. WorkerStore, CostStore and
-// InstanceStore are ports of their own. The PostgreSQL adapter (pg/pg_store.h) implements
-// them all and is the only code that knows SQL.
+// The JobStore port: everything the API and the engine ask of durable state, as roles
+// (decision 0042):
+//   CycleStore  (cycle_store.h)  the engine's: leadership, sweep, snapshot, apply;
+//   QueueStore  (queue_store.h)  the job queue: submit, arrays, list, get, cancel;
+//   AdminStore  (admin_store.h)  teams, quotas, budgets, tokens, audit, pools, nodes,
+//                                guardrails, approvals;
+//   ReportStore (report_store.h) metrics and the dashboard's views;
+//   KeeperStore (keeper_store.h) the background threads' calls.
+// JobStore adds readiness and authentication. WorkerStore, CostStore and InstanceStore are
+// ports of their own. The PostgreSQL adapter (pg/pg_store.h) implements them all and is
+// the only code that knows SQL; tests/testing/memory_cycle_store.h implements CycleStore.
 //
 // Threading: implementations are thread-safe; HTTP handler threads and the engine's
 // strand call them concurrently. Every method is one transaction.
@@ -23,121 +27,20 @@
 #include "scheduler/model/job.h"
 #include "scheduler/model/pool.h"
 #include "scheduler/model/snapshot.h"
-#include "scheduler/store/budgets.h"
+#include "scheduler/store/admin_store.h"
 #include "scheduler/store/cycle_store.h"
-#include "scheduler/store/dashboard_views.h"
-#include "scheduler/store/pool_availability.h"
+#include "scheduler/store/keeper_store.h"
 #include "scheduler/store/principal.h"
 #include "scheduler/store/queue_store.h"
-#include "scheduler/store/store_metrics.h"
+#include "scheduler/store/report_store.h"
 
 namespace frugal::store {
 
-struct Team {
-  model::TeamId id = 0;
-  std::string name;
-};
-
-// A team's quota as admins write it: GPUs per capacity kind and per pool (by name).
-struct QuotaSpec {
-  std::map<model::CapacityKind, int> by_kind;
-  std::map<std::string, int> by_pool;
-};
-
-struct IssuedToken {
-  std::int64_t id = 0;
-  Role role = Role::kResearcher;
-  std::string team;
-  std::string user;
-};
-
-// A token as listed: never its secret or its hash.
-struct TokenInfo {
-  std::int64_t id = 0;
-  Role role = Role::kResearcher;
-  std::string team;
-  std::string user;
-  Timestamp created_at{};
-  std::optional<Timestamp> revoked_at;
-};
-
-// One row of the append-only audit log (migrations/0011_add_audit_log.sql).
-struct AuditEntry {
-  std::int64_t id = 0;
-  Timestamp at{};                        // database time of the change
-  std::optional<std::int64_t> token_id;  // empty: no token (bootstrap, system)
-  std::string user;
-  std::string team;
-  std::string action;   // "team.create", "pool.create", "pool.update", "quota.set", ...
-  std::string subject;  // "team/vision", "pool/a100-spot", "token/7", ...
-  std::string before;   // JSON text; "null" when the subject did not exist
-  std::string after;    // JSON text
-};
-
-struct AuditFilter {
-  std::optional<Timestamp> since;  // at >= since
-  std::optional<std::string> action;
-  int limit = 100;  // newest first
-};
-
-// `frugal admin apply`: the desired state of a cluster (what the file names; anything it
-// does not name is left alone: apply never deletes).
-struct TeamConfig {
-  std::string name;
-  std::optional<QuotaSpec> quota;  // empty: the team's quota is left as it is
-  std::optional<BudgetSpec> budget;              // empty: left as it is
-  std::optional<model::IdlePolicy> idle_policy;  // empty: left as it is
-};
-struct DesiredState {
-  std::vector<model::Pool> pools;
-  std::vector<TeamConfig> teams;
-  // The whole settings to set (the file's section merged over the current ones by the
-  // route, as POST /v1/admin/guardrails does); empty: left as they are.
-  std::optional<model::GuardrailSettings> guardrails;
-};
-
-// One line of apply's diff. `before`/`after` are JSON text ("null" for created).
-struct ConfigChange {
-  enum class Kind { kCreated, kUpdated, kUnchanged };
-  Kind kind = Kind::kUnchanged;
-  std::string subject;  // "pool/NAME", "team/NAME", "quota/TEAM", "budget/TEAM", "guardrails"
-  std::string before;
-  std::string after;
-};
-const char* ToString(ConfigChange::Kind k);
-
-// A node as administrators see it (GET /v1/admin/nodes, decision 0021). Times are database
-// time; `as_of` is the database's now() when the row was read, for ages.
-struct NodeInfo {
-  model::NodeId id = 0;
-  std::string name;
-  std::string pool;
-  int gpus = 0;
-  std::string gpu_type;
-  int gpu_mem_gb = 0;
-  // ready: takes work. draining: takes no new work (see `drain`). lost: its lease lapsed
-  // (or its state is lost); it takes nothing until its worker registers again.
-  std::string state;
-  // Why it is draining, when it is: "admin" (an admin drain, cleared only by undrain),
-  // "notice" (a spot notice, cleared when the worker reports it withdrawn), "shutdown" (the
-  // worker is stopping). An admin drain is reported even on a lost node.
-  std::string drain;
-  std::optional<std::string> drained_by;
-  std::optional<Timestamp> drained_at;
-  std::optional<Timestamp> notice_at;
-  std::int64_t lease_epoch = 0;
-  Timestamp registered_at{};
-  std::optional<Timestamp> last_heartbeat_at;
-  Timestamp lease_expires_at{};
-  int running_attempts = 0;  // active (not yet ended) attempts on the node
-  // Mean utilisation (percent) over the GPUs of the last heartbeat's readings; empty when
-  // no reading had a number.
-  std::optional<double> gpu_utilization;
-  std::optional<Timestamp> credential_issued_at;  // migration 0016
-  Timestamp as_of{};
-};
-
-class JobStore : public CycleStore, public QueueStore {
+class JobStore : public CycleStore,
+                 public QueueStore,
+                 public AdminStore,
+                 public ReportStore,
+                 public KeeperStore {
  public:
   ~JobStore() override = default;
 
@@ -146,171 +49,6 @@ class JobStore : public CycleStore, public QueueStore {
 
   // The active (not revoked) token with this SHA-256, or Unauthenticated.
   virtual StatusOr<Principal> Authenticate(const std::string& token_sha256) = 0;
-
-  // --- admin ---
-  // Every mutating admin method takes the `actor` and writes an audit row (who, what,
-  // before, after) in the same transaction as the change: a change that rolls back leaves
-  // no row. A call that changes nothing writes none. The overloads without an actor act as
-  // SystemActor() (start-up and test fixtures).
-  virtual StatusOr<Team> CreateTeam(const Principal& actor, const std::string& name) = 0;
-  virtual StatusOr<std::vector<Team>> ListTeams() = 0;
-  // Replaces `team`'s quota (an empty spec removes it). NotFound for an unknown team,
-  // FailedPrecondition (field "pools") for an unknown pool.
-  virtual StatusOr<QuotaSpec> SetQuota(const Principal& actor, const std::string& team,
-                                       const QuotaSpec& quota) = 0;
-  virtual StatusOr<QuotaSpec> GetQuota(const std::string& team) = 0;
-  // --- budgets (budgets.h, decision 0010) ---
-  // Replaces `team`'s budget. NotFound for an unknown team. Audited (budget.set).
-  virtual StatusOr<BudgetSpec> SetBudget(const Principal& actor, const std::string& team,
-                                         const BudgetSpec& budget) = 0;
-  StatusOr<BudgetSpec> SetBudget(const std::string& team, const BudgetSpec& budget) {
-    return SetBudget(SystemActor(), team, budget);
-  }
-  // NotFound for an unknown team or a team without a budget.
-  virtual StatusOr<BudgetSpec> GetBudget(const std::string& team) = 0;
-  // The budget's status in the period holding `at` (default: database now), with that
-  // period's alerts. NotFound as GetBudget.
-  virtual StatusOr<BudgetStatus> GetBudgetStatus(const std::string& team,
-                                                 std::optional<Timestamp> at) = 0;
-  // Records an alert for every threshold a team has reached in the period holding `at`
-  // (default: database now) and not yet recorded: one row per (team, period, threshold),
-  // so each fires once even across restarts and schedulers. Returns the new ones. Each
-  // cycle's ApplyPlan does this at now, in its own transaction; this form is for a chosen
-  // time (a period's end in tests and tools). Leader only, as the engine's writes.
-  virtual StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(std::optional<Timestamp> at) = 0;
-  // Claims up to `limit` alerts whose webhook POST is due; a claim is not handed out
-  // again for a minute, so concurrent dispatchers do not send one alert twice at once.
-  virtual StatusOr<std::vector<AlertDelivery>> ClaimAlertDeliveries(int limit) = 0;
-  // Records the outcome of a claimed POST. On failure the alert is retried after
-  // `backoff` x 2^(attempt-1), or marked failed after `max_attempts` tries.
-  virtual Status RecordAlertDelivery(std::int64_t alert_id, bool delivered,
-                                     const std::string& error, int max_attempts,
-                                     Seconds backoff) = 0;
-  // Creates the user in `team` if new, then a token with the given hash.
-  virtual StatusOr<IssuedToken> CreateToken(const Principal& actor, const std::string& team,
-                                            const std::string& user, Role role,
-                                            const std::string& token_sha256) = 0;
-  // Creates team "admin", user "admin" and an admin token, unless an admin token exists
-  // (FailedPrecondition: bootstrap runs once). Audited with no token, user "bootstrap".
-  virtual StatusOr<IssuedToken> Bootstrap(const std::string& token_sha256) = 0;
-  // Every token, newest first, revoked ones included.
-  virtual StatusOr<std::vector<TokenInfo>> ListTokens() = 0;
-  // Revokes token `id` at once (the next request with it is refused). NotFound for an
-  // unknown id; revoking a revoked token changes nothing and returns it.
-  virtual StatusOr<TokenInfo> RevokeToken(const Principal& actor, std::int64_t id) = 0;
-  virtual StatusOr<std::vector<AuditEntry>> ListAudit(const AuditFilter& filter) = 0;
-  // Brings the database to `desired` in one transaction: creates or updates what differs,
-  // one audit row per change, all or nothing. With `dry_run` computes the same diff and
-  // changes nothing. Errors name the part at fault (field "pools[1]", "teams[0].quota").
-  virtual StatusOr<std::vector<ConfigChange>> ApplyConfig(const Principal& actor,
-                                                          const DesiredState& desired,
-                                                          bool dry_run) = 0;
-
-  // --- capacity (nodes register through WorkerStore) ---
-  virtual StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) = 0;
-  virtual StatusOr<std::vector<model::Pool>> ListPools() = 0;
-
-  // SystemActor() conveniences (see above).
-  StatusOr<Team> CreateTeam(const std::string& name) { return CreateTeam(SystemActor(), name); }
-  StatusOr<QuotaSpec> SetQuota(const std::string& team, const QuotaSpec& quota) {
-    return SetQuota(SystemActor(), team, quota);
-  }
-  StatusOr<IssuedToken> CreateToken(const std::string& team, const std::string& user, Role role,
-                                    const std::string& token_sha256) {
-    return CreateToken(SystemActor(), team, user, role, token_sha256);
-  }
-  StatusOr<model::Pool> UpsertPool(const model::Pool& pool) {
-    return UpsertPool(SystemActor(), pool);
-  }
-
-  // --- spot availability (issue 14, decision 0023; pg_store_availability.cc) ---
-  // Replaces the pool's imported evidence with `counts` (an AvailabilityModel in the
-  // store's ticks and bins, model::kAvailabilityTickSeconds and kAvailabilityBins, built by
-  // the caller from the admin's series) and refits the pool at once. Audited as
-  // pool.availability_import, subject "pool/NAME". NotFound for an unknown pool,
-  // FailedPrecondition (field "pool") for a pool that is not spot, InvalidArgument for
-  // counts of another shape.
-  virtual StatusOr<PoolAvailability> ImportAvailability(const Principal& actor,
-                                                        const std::string& pool,
-                                                        const model::AvailabilityModel& counts,
-                                                        const std::string& source) = 0;
-  // The pool's evidence, last fit and state now. NotFound for an unknown pool,
-  // FailedPrecondition for a pool that is not spot.
-  virtual StatusOr<PoolAvailability> GetAvailability(const std::string& pool) = 0;
-  // Refits every spot pool: its imported counts plus the spells of its node lives (the
-  // one still going on not ended), written as its fitted model. One transaction per pool;
-  // slow (reads every node life), so never called from the scheduling cycle.
-  virtual StatusOr<std::vector<RefitResult>> RefitAvailability() = 0;
-  // Gathers planner statistics (ANALYZE) for each of the store's tables whose rows changed
-  // by more than 50 + 10% since its statistics were last gathered, the threshold of
-  // PostgreSQL's autovacuum, which looks only once a minute (decision 0040). Returns the
-  // tables it analyzed. A table another session is analyzing is skipped. Never called
-  // from the scheduling cycle.
-  virtual StatusOr<std::vector<std::string>> RefreshStatistics() = 0;
-
-  // --- nodes (decision 0021); each change is audited with `actor`, action node.drain,
-  // node.undrain or node.remove, subject "node/NAME". NotFound for an unknown or removed
-  // node. ---
-  // Every node not removed, by name.
-  virtual StatusOr<std::vector<NodeInfo>> ListNodes() = 0;
-  // No new placements on the node; its running attempts continue. Already drained by an
-  // admin: unchanged, no audit row.
-  virtual StatusOr<NodeInfo> DrainNode(const Principal& actor, const std::string& name) = 0;
-  // Clears an admin drain (not a spot notice's or a shutdown's). Not drained: unchanged.
-  virtual StatusOr<NodeInfo> UndrainNode(const Principal& actor, const std::string& name) = 0;
-  // Removes the node from the cluster: it is no longer listed and its credential stops
-  // working (a worker still running there must register again with a join token, and then
-  // reappears as a new registration). Allowed when its lease is lost (its active attempts
-  // end node_lost and their jobs are pending again), or when an admin drained it and no
-  // attempt is active on it. Otherwise Conflict, saying which. Returns the node as it was.
-  virtual StatusOr<NodeInfo> RemoveNode(const Principal& actor, const std::string& name) = 0;
-
-
-  // --- metrics ---
-  // The database's figures for GET /metrics, read in one REPEATABLE READ transaction so
-  // they agree with each other.
-  virtual StatusOr<StoreMetrics> LoadMetrics() = 0;
-
-  // --- dashboard views (dashboard_views.h) ---
-  // The latest `limit` attempts that ended preempted or node_lost, newest first, each with
-  // the job's next attempt (its recovery) if one started; only `team`'s when set.
-  virtual StatusOr<std::vector<Interruption>> RecentInterruptions(
-      std::optional<model::TeamId> team, int limit) = 0;
-  // A job's attempts (pool, node, cost) and checkpoints. NotFound as GetJob.
-  virtual StatusOr<store::JobTimeline> JobTimeline(model::JobId id,
-                                                   std::optional<model::TeamId> visible_team) = 0;
-  // The timeline in short of each of `ids` that has an attempt (jobs without one are
-  // absent), in one query: the jobs list shows a page's pools and costs without one
-  // timeline per row. No visibility check: pass ids the caller may see (a ListJobs page).
-  virtual StatusOr<std::map<model::JobId, JobSummary>> JobSummaries(
-      const std::vector<model::JobId>& ids) = 0;
-
-  // --- guardrails (migrations/0012_add_guardrails.sql, scheduler/model/guardrails.h) ---
-  virtual StatusOr<model::GuardrailSettings> GetGuardrails() = 0;
-  // Replaces every setting (runtimes: the classes listed; others lose theirs).
-  // Audited (guardrails.set), as are the idle policy (team.idle_policy) and approvals
-  // (job.approve); the overloads without an actor act as SystemActor().
-  virtual StatusOr<model::GuardrailSettings> SetGuardrails(const Principal& actor,
-                                                           const model::GuardrailSettings& s) = 0;
-  StatusOr<model::GuardrailSettings> SetGuardrails(const model::GuardrailSettings& s) {
-    return SetGuardrails(SystemActor(), s);
-  }
-  // NotFound for an unknown team.
-  virtual StatusOr<model::IdlePolicy> GetTeamIdlePolicy(const std::string& team) = 0;
-  virtual StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const Principal& actor,
-                                                        const std::string& team,
-                                                        model::IdlePolicy policy) = 0;
-  StatusOr<model::IdlePolicy> SetTeamIdlePolicy(const std::string& team, model::IdlePolicy policy) {
-    return SetTeamIdlePolicy(SystemActor(), team, policy);
-  }
-  // Releases a job held for approval to pending (event `approved` by `actor`). NotFound for
-  // an unknown job; Conflict if it is not awaiting approval (never held, approved or ended).
-  virtual StatusOr<model::Job> ApproveJob(const Principal& actor, model::JobId id) = 0;
-  StatusOr<model::Job> ApproveJob(model::JobId id, const std::string& user) {
-    Principal p = SystemActor();
-    p.user = user;
-    return ApproveJob(p, id);
-  }
 };
 
 }  // namespace frugal::store
