@@ -108,8 +108,9 @@ model::Snapshot FrugalCluster::SnapshotOf(const Cluster& c) const {
 
 void FrugalCluster::Cycle(Cluster& c) {
   ++cycles_;
-  // The scheduler's whole decision step (policy/cycle.h): quotas, hard budgets and the idle
-  // guardrail apply here as in the engine (a full cycle: the timer's, which may release).
+  // The scheduler's whole decision step (policy/cycle.h): quotas and hard budgets apply here
+  // as in the engine (a full cycle: the timer's, which may release). The simulated attempts
+  // report no GPU use, so the idle guardrail never acts here.
   model::Snapshot snapshot = SnapshotOf(c);
   model::Plan plan = policy::DecideCycle(snapshot, *policy_, policy::CycleDepth::kFull);
   for (const auto& stop : plan.stops)

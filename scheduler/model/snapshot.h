@@ -158,7 +158,7 @@ struct NodeRelease {
   std::string reason;
 };
 
-// Everything one cycle decides, applied in one transaction (JobStore::ApplyPlan) and then
+// Everything one cycle decides, applied in one transaction (CycleStore::ApplyPlan) and then
 // by the capacity provider (requests and releases). policy::DecideCycle makes it whole;
 // a Policy's Decide fills all but `idle_actions`.
 struct Plan {
@@ -168,8 +168,8 @@ struct Plan {
   std::vector<Stop> stops{};
   std::vector<NodeRequest> node_requests{};
   std::vector<NodeRelease> node_releases{};
-  // The idle guardrail's warnings and stop orders (policy::DecideIdle), applied before the
-  // policy's stops: the policy saw those attempts as stopping already.
+  // The idle guardrail's warnings and stop orders (policy::DecideIdle). The policy saw those
+  // attempts as stopping already, so no other stop in the plan names them.
   std::vector<IdleAction> idle_actions{};
 };
 

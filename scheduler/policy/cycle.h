@@ -1,7 +1,7 @@
 // One scheduling cycle's decision, whole: the idle guardrail, the policy, then the limits
 // no policy may exceed. Pure: no I/O, no clock (the snapshot's `now`), no state. The engine
 // loads a snapshot, calls DecideCycle, and applies the plan in one transaction
-// (JobStore::ApplyPlan); the cost simulator calls DecideCycle too, so what it measures is
+// (CycleStore::ApplyPlan); the cost simulator calls DecideCycle too, so what it measures is
 // the decision the scheduler makes, quotas and hard budgets included (decision 0041).
 #pragma once
 

@@ -6,7 +6,7 @@
 // the idle guardrail before it and the quotas and hard budgets after it, so a policy may
 // ignore those limits and still never exceed them; placement/cost respects them anyway, to
 // look elsewhere instead of waiting on a refusal. The store applies the plan as it finds
-// the world (JobStore::ApplyPlan skips what changed since the snapshot), so a plan made from
+// the world (CycleStore::ApplyPlan skips what changed since the snapshot), so a plan made from
 // a stale snapshot is safe, only late.
 #pragma once
 

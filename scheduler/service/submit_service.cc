@@ -43,7 +43,8 @@ StatusOr<std::vector<policy::Quote>> SubmitService::Admit(std::vector<store::Sub
 
 StatusOr<Submitted> SubmitService::Submit(const store::Principal& who, store::SubmitRequest req,
                                           Timestamp now) const {
-  std::vector<store::SubmitRequest> one{std::move(req)};
+  std::vector<store::SubmitRequest> one;
+  one.push_back(std::move(req));
   ASSIGN_OR_RETURN(auto quotes, Admit(one, now, true));
   Submitted out;
   out.quote = std::move(quotes.front());
@@ -59,7 +60,8 @@ StatusOr<Submitted> SubmitService::Submit(const store::Principal& who, store::Su
 }
 
 StatusOr<policy::Quote> SubmitService::DryRun(store::SubmitRequest& req, Timestamp now) const {
-  std::vector<store::SubmitRequest> one{req};
+  std::vector<store::SubmitRequest> one;
+  one.push_back(req);
   ASSIGN_OR_RETURN(auto quotes, Admit(one, now, false));
   req = std::move(one.front());
   return std::move(quotes.front());
@@ -87,7 +89,8 @@ StatusOr<BatchSubmitted> SubmitService::SubmitBatch(const store::Principal& who,
 
 StatusOr<ArraySubmitted> SubmitService::SubmitArray(const store::Principal& who,
                                                     store::ArrayRequest req, Timestamp now) const {
-  std::vector<store::SubmitRequest> one{req.task};
+  std::vector<store::SubmitRequest> one;
+  one.push_back(std::move(req.task));
   ASSIGN_OR_RETURN(auto quotes, Admit(one, now, true));
   req.task = std::move(one.front());
   ArraySubmitted out;

@@ -4,7 +4,7 @@
 //
 // Admission, in order, on one reading of the guardrail settings and one of the pools:
 //  1. the guardrails: the priority class's max_runtime default and maximum
-//     (FailedPrecondition, field max_runtime, above it) and the approval hold for big
+//     (FailedPrecondition, field max_runtime_seconds, above it) and the approval hold for big
 //     premium requests (policy/guardrails.h);
 //  2. a quote against the pools as they are (Advisor::QuoteAll);
 //  3. unless a dry run: FailedPrecondition, field gpus, when no node of any pool the job

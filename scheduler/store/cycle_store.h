@@ -71,7 +71,7 @@ class CycleStore {
   // Ends the lease now if this store holds it (a clean shutdown), so a standby or a
   // restarted scheduler need not wait for it to expire. Ok when it held none.
   virtual Status ReleaseLeadership() = 0;
-  // The engine's writes (SweepLostNodes, ApplyPlan, and JobStore::FireBudgetAlerts) check
+  // The engine's writes (SweepLostNodes, ApplyPlan, and KeeperStore::FireBudgetAlerts) check
   // in their own transaction, first, that this store holds the current term and its lease
   // is unexpired (the row stays locked FOR SHARE until commit, so no takeover
   // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
@@ -84,14 +84,15 @@ class CycleStore {
   // claim order (decision 0035). A team with a deep queue cannot hide another team's jobs
   // from the cycle, and a cycle reads hundreds of rows, not the whole queue.
   virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
-  // Applies the plan in one transaction, in this order: the idle actions (warning events,
-  // once per attempt, and stop orders of kind `idle`), assignments, waits, holds, the
-  // policy's stops, and then the budget alerts that teams' spending has reached (one row
-  // per team, period and threshold, with its webhook delivery pending; FireBudgetAlerts).
-  // What changed since the snapshot is skipped, not refused: an assignment whose job is no
-  // longer pending or whose node is no longer live, a wait or hold of a job that is not
-  // pending, a stop or idle order for an attempt that ended or already has a stop order.
-  // NotLeader (writing nothing) if this store's term ended.
+  // Applies the plan in one transaction, in this order: assignments, waits, holds, the idle
+  // actions (warning events, once per attempt, and the idle guardrail's stop orders), the
+  // policy's stops, and then the budget alerts that teams' spending has reached (one row per
+  // team, period and threshold, with its webhook delivery pending; as
+  // KeeperStore::FireBudgetAlerts). What changed since the snapshot is skipped, not refused:
+  // an assignment whose job is no longer pending or whose node is no longer live, a wait or
+  // hold of a job that is not pending, a stop or idle order for an attempt that ended or
+  // already has a stop order. NotLeader (writing nothing) if this store's term ended; any
+  // error writes nothing either, idle orders and alerts included (decision 0041).
   virtual StatusOr<AppliedPlan> ApplyPlan(const model::Plan& plan) = 0;
 };
 

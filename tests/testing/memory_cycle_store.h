@@ -39,7 +39,8 @@ class MemoryCluster {
   // A pending job (`reason` as stored; `max_attempts` failures end it).
   model::JobId AddJob(model::PendingJob job, int max_attempts = 3);
 
-  // The node's lease lapses now (its worker went silent); the next sweep declares it lost.
+  // The node's lease lapses now (its worker went silent); a sweep once the clock has moved
+  // on declares it lost (a lease is lost after its expiry, not at it, as in PostgreSQL).
   void ExpireNode(model::NodeId id);
   // The leader lease lapses now, whoever holds it.
   void ExpireLeaderLease();

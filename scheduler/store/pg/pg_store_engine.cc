@@ -470,10 +470,6 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
   return InTransaction<AppliedPlan>(pool_, [&](PgConn& c) -> StatusOr<AppliedPlan> {
     RETURN_IF_ERROR(CheckLeaderFence(c));
     AppliedPlan out;
-    // First, as DecideCycle made them: the policy saw these attempts stopping already.
-    if (!plan.idle_actions.empty()) {
-      ASSIGN_OR_RETURN(out.idle_stops, pg::ApplyIdleActions(c, plan.idle_actions));
-    }
     int started = 0;
     if (!plan.assignments.empty()) {
       const auto& as = plan.assignments;
@@ -564,6 +560,13 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
                  {IntArray(plan.holds, [](auto& w) { return w.job_id; }),
                   Reasons(plan.holds)})
               .status());
+    }
+    // The idle orders after the assignments, which lock their nodes first: a heartbeat
+    // locks its node, then its attempts, so a transaction that locked an attempt before a
+    // node could deadlock with one. Before the policy's stops, which DecideCycle has
+    // already kept off the attempts the idle step stops.
+    if (!plan.idle_actions.empty()) {
+      ASSIGN_OR_RETURN(out.idle_stops, pg::ApplyIdleActions(c, plan.idle_actions));
     }
     if (!plan.stops.empty()) {
       // The worker gets the order with its next heartbeat, signals the job to checkpoint

@@ -146,10 +146,10 @@ StatusOr<ConfigChange> SetGuardrailsTx(PgConn& c, const Principal& actor,
 StatusOr<ConfigChange> SetTeamIdlePolicyTx(PgConn& c, const Principal& actor,
                                            const std::string& team, model::IdlePolicy policy);
 // In the caller's transaction (ApplyPlan's), after its fence: the idle guardrail's
-// warnings and stop orders (JobStore::ApplyPlan); returns the stops written
+// warnings and stop orders (CycleStore::ApplyPlan); returns the stops written
 // (pg_store_guardrails.cc).
 StatusOr<int> ApplyIdleActions(PgConn& c, const std::vector<model::IdleAction>& actions);
-// In the caller's transaction, after its fence: JobStore::FireBudgetAlerts
+// In the caller's transaction, after its fence: KeeperStore::FireBudgetAlerts
 // (pg_store_budgets.cc).
 StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at);
 }  // namespace pg

@@ -102,6 +102,12 @@ TEST_F(EngineMemoryTest, KicksDuringACycleCauseExactlyOneMoreCycle) {
   options.interval = Seconds(3600);  // no timer cycle during the test
   Engine engine(store, fifo_, options);
   store.Close();
+  // Declared after the engine, so destroyed first: a failed assertion below never leaves
+  // the engine's Stop() waiting behind a closed gate.
+  struct OpenOnExit {
+    GatedStore& s;
+    ~OpenOnExit() { s.Open(); }
+  } open_on_exit{store};
   engine.Start();  // the first cycle runs at once, and waits in its snapshot
   ASSERT_TRUE(store.WaitForSnapshots(1));
   for (int i = 0; i < 20; ++i) engine.Kick();

@@ -52,7 +52,6 @@ class BudgetStoreTest : public testing::StoreTest {
     return s.ok() ? s->job.id : 0;
   }
 
-  // One cycle as the engine runs it.
   // One engine cycle's decision and write (policy/cycle.h), as the engine makes them.
   store::AppliedPlan Cycle() {
     auto snap = store_->LoadSnapshot({100, 100});

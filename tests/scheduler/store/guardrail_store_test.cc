@@ -69,8 +69,6 @@ class GuardrailStoreTest : public testing::StoreTest {
     return policy::IdleBatchOf(snap);
   }
 
-  // The attempt reports `utilization` % and has been idle for `seconds`: what the
-  // guardrail decides about the idle attempts of the next cycle.
   // Applies the idle guardrail's actions as a cycle does (a plan of nothing else); returns
   // the stop orders written, -1 on error.
   int ApplyIdle(const std::vector<model::IdleAction>& actions) {
@@ -81,6 +79,8 @@ class GuardrailStoreTest : public testing::StoreTest {
     return applied.ok() ? applied->idle_stops : -1;
   }
 
+  // The attempt reports `utilization` % and has been idle for `seconds`: what the
+  // guardrail decides about the idle attempts of the next cycle.
   std::vector<model::IdleAction> IdleFor(model::AttemptId attempt, int seconds, int utilization) {
     Beat({{{"attempt_id", attempt}, {"utilization", utilization}}});
     Age(attempt, seconds);
