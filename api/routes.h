@@ -14,7 +14,7 @@
 #include "api/server.h"
 #include "common/clock.h"
 #include "scheduler/engine/engine.h"
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 #include "scheduler/service/submit_service.h"
 #include "scheduler/store/job_store.h"
 #include "scheduler/store/worker_store.h"

@@ -5,7 +5,7 @@
 
 #include "api/routes.h"
 #include "common/money.h"
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 
 namespace frugal::api {
 

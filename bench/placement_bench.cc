@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "bench/sim/engine.h"
 #include "scheduler/model/availability.h"
-#include "scheduler/policy/spot_dp.h"
+#include "scheduler/policy/placement/spot_dp.h"
 
 namespace frugal::sim {
 

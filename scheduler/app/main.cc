@@ -22,7 +22,7 @@
 #include "scheduler/engine/availability_refitter.h"
 #include "scheduler/engine/statistics_keeper.h"
 #include "scheduler/engine/spot_solver.h"
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/provider/exec_provider.h"
 #include "scheduler/provider/local_provider.h"

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "common/periodic.h"
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 namespace frugal::engine {
 

@@ -1,7 +1,7 @@
 // Guardrails as values (issue 5, docs/decisions/0012-guardrails.md): the admin settings
 // (max_runtime per priority class, approval of big premium requests, idle reclamation), the
 // engine's view of idle attempts, and a finished job's usage for right-sizing advice.
-// The decisions over them are pure functions in scheduler/policy/guardrails.h.
+// The decisions over them are pure functions in scheduler/policy/guardrails/guardrails.h.
 #pragma once
 
 #include <cstdint>

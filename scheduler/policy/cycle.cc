@@ -3,9 +3,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "scheduler/policy/budget.h"
-#include "scheduler/policy/guardrails.h"
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/admission/budget.h"
+#include "scheduler/policy/guardrails/guardrails.h"
+#include "scheduler/policy/admission/quota.h"
 
 namespace frugal::policy {
 namespace {

@@ -1,7 +1,7 @@
 #include "scheduler/policy/policy.h"
 
-#include "scheduler/policy/cost_policy.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 
 namespace frugal::policy {
 

@@ -1,6 +1,6 @@
 #include "scheduler/service/advisor.h"
 
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::service {
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "scheduler/policy/policy_config.h"
-#include "scheduler/policy/priority.h"
-#include "scheduler/policy/quote.h"
+#include "scheduler/policy/placement/priority.h"
+#include "scheduler/policy/placement/quote.h"
 #include "scheduler/store/job_store.h"
 
 namespace frugal::service {

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 
 namespace frugal::service {
 

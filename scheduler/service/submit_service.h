@@ -24,7 +24,7 @@
 #include "common/clock.h"
 #include "common/money.h"
 #include "common/status.h"
-#include "scheduler/policy/quote.h"
+#include "scheduler/policy/placement/quote.h"
 #include "scheduler/service/advisor.h"
 #include "scheduler/store/job_store.h"
 

@@ -5,7 +5,7 @@
 // a checkpoint every 15 min; changeover (restore) 3 min.
 #include <gtest/gtest.h>
 
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace frugal::policy {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scheduler/engine/engine.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "tests/testing/memory_cycle_store.h"
 #include "tests/testing/store_fixture.h"
 

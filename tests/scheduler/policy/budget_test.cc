@@ -2,12 +2,12 @@
 // cannot afford, with the numbers in the reason; placement/cost falls back to reserved
 // capacity (already paid) rather than waiting; soft budgets never hold anything; and no paid
 // node is requested for a job the budget holds (decision 0016).
-#include "scheduler/policy/budget.h"
+#include "scheduler/policy/admission/budget.h"
 
 #include <gtest/gtest.h>
 
-#include "scheduler/policy/cost_policy.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {

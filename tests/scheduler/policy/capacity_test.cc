@@ -1,4 +1,4 @@
-#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/placement/capacity.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/placement/cost_model.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "policy_test_util.h"
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy::testing {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cost_policy_fixture.h"
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy {
 namespace {

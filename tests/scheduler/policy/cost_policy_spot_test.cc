@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cost_policy_fixture.h"
-#include "scheduler/policy/migration.h"
+#include "scheduler/policy/placement/migration.h"
 
 namespace frugal::policy {
 namespace {

@@ -1,12 +1,12 @@
 // Scenarios for placement/cost, each with the arithmetic that decides it. Defaults used
 // below: restore 5m, deadline margin max(10m, 2 x restore) = 10m, reserved weight 0.001,
 // patience without a deadline 1h, min run time 10m.
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 #include <gtest/gtest.h>
 
 #include "cost_policy_fixture.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 
 namespace frugal::policy {
 namespace {

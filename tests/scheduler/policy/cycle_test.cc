@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {

@@ -1,4 +1,4 @@
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 
 #include <gtest/gtest.h>
 

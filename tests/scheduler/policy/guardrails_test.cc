@@ -1,6 +1,6 @@
 // Guardrail decisions, pure: max_runtime per class, approval, idle steps, right-sizing
 // arithmetic.
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 
 #include <gtest/gtest.h>
 

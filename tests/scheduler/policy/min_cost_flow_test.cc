@@ -1,4 +1,4 @@
-#include "scheduler/policy/min_cost_flow.h"
+#include "scheduler/policy/placement/min_cost_flow.h"
 
 #include <gtest/gtest.h>
 

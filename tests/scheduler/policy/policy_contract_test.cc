@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "policy_test_util.h"
-#include "scheduler/policy/cost_policy.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 
 namespace frugal::policy {
 namespace {

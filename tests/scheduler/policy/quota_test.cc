@@ -1,14 +1,14 @@
 // Team quotas: EnforceQuotas keeps any plan under them, with the quota as the reason, and
 // placement/cost looks elsewhere when a team's quota on the cheapest capacity is full.
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/admission/quota.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
-#include "scheduler/policy/cost_policy.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {

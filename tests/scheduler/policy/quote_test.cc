@@ -1,4 +1,4 @@
-#include "scheduler/policy/quote.h"
+#include "scheduler/policy/placement/quote.h"
 
 #include <gtest/gtest.h>
 

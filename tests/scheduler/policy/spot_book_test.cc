@@ -1,6 +1,6 @@
 // The learned spot controller (policy/spot_dp.h, policy/spot_book.h, decision 0023): the
 // compact policy, the book that caches it, and placement/cost deciding by it.
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 
 #include "cost_policy_fixture.h"
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy {
 namespace {

@@ -1,7 +1,7 @@
 // Snapshot and plan application against a real PostgreSQL.
 #include <gtest/gtest.h>
 
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

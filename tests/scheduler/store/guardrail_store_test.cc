@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler/policy/cycle.h"
-#include "scheduler/policy/fifo_policy.h"
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/placement/fifo_policy.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "scheduler/store/cost_store.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"

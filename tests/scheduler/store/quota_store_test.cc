@@ -5,8 +5,8 @@
 #include <random>
 
 #include "common/crypto.h"
-#include "scheduler/policy/cost_policy.h"
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/placement/cost_policy.h"
+#include "scheduler/policy/admission/quota.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/crypto.h"
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

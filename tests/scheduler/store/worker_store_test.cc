@@ -5,7 +5,7 @@
 #include <map>
 #include <thread>
 
-#include "scheduler/policy/fifo_policy.h"
+#include "scheduler/policy/placement/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/capacity.h"
-#include "scheduler/policy/cost_model.h"
-#include "scheduler/policy/priority.h"
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/cost_model.h"
+#include "scheduler/policy/placement/priority.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 namespace frugal::policy {
 

@@ -1,15 +1,15 @@
-#include "scheduler/policy/cost_policy.h"
+#include "scheduler/policy/placement/cost_policy.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "scheduler/policy/capacity.h"
-#include "scheduler/policy/class_placement.h"
-#include "scheduler/policy/explain.h"
-#include "scheduler/policy/job_options.h"
-#include "scheduler/policy/migration.h"
-#include "scheduler/policy/preemption.h"
+#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/class_placement.h"
+#include "scheduler/policy/placement/explain.h"
+#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/migration.h"
+#include "scheduler/policy/placement/preemption.h"
 
 namespace frugal::policy {
 

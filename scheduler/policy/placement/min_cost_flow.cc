@@ -1,5 +1,5 @@
 // The only file that includes Boost.Graph (its headers are slow to compile).
-#include "scheduler/policy/min_cost_flow.h"
+#include "scheduler/policy/placement/min_cost_flow.h"
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>

@@ -1,11 +1,11 @@
-#include "scheduler/policy/class_placement.h"
+#include "scheduler/policy/placement/class_placement.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
-#include "scheduler/policy/min_cost_flow.h"
+#include "scheduler/policy/placement/min_cost_flow.h"
 
 namespace frugal::policy {
 

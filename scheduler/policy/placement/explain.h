@@ -9,11 +9,11 @@
 
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/capacity.h"
-#include "scheduler/policy/class_placement.h"
-#include "scheduler/policy/job_options.h"
-#include "scheduler/policy/preemption.h"
-#include "scheduler/policy/priority.h"
+#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/class_placement.h"
+#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/preemption.h"
+#include "scheduler/policy/placement/priority.h"
 
 namespace frugal::policy {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/policy/capacity.h"
-#include "scheduler/policy/job_options.h"
+#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/job_options.h"
 
 namespace frugal::policy {
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/priority.h"
+#include "scheduler/policy/placement/priority.h"
 
 #include <algorithm>
 #include <cmath>

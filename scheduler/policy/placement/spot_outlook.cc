@@ -1,9 +1,9 @@
-#include "scheduler/policy/spot_outlook.h"
+#include "scheduler/policy/placement/spot_outlook.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/placement/cost_model.h"
 
 namespace frugal::policy {
 

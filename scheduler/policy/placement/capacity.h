@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/placement/cost_model.h"
 #include "scheduler/policy/policy_config.h"
 
 namespace frugal::policy {

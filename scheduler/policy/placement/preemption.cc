@@ -1,9 +1,9 @@
-#include "scheduler/policy/preemption.h"
+#include "scheduler/policy/placement/preemption.h"
 
 #include <algorithm>
 #include <tuple>
 
-#include "scheduler/policy/explain.h"
+#include "scheduler/policy/placement/explain.h"
 
 namespace frugal::policy {
 

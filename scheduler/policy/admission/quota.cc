@@ -1,7 +1,7 @@
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/admission/quota.h"
 
-#include "scheduler/policy/admission.h"
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/admission/admission.h"
+#include "scheduler/policy/placement/cost_model.h"
 
 namespace frugal::policy {
 

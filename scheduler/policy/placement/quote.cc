@@ -1,10 +1,10 @@
-#include "scheduler/policy/quote.h"
+#include "scheduler/policy/placement/quote.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "scheduler/policy/cost_model.h"
-#include "scheduler/policy/explain.h"
+#include "scheduler/policy/placement/cost_model.h"
+#include "scheduler/policy/placement/explain.h"
 
 namespace frugal::policy {
 

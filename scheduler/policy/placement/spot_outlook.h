@@ -13,7 +13,7 @@
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/policy/policy_config.h"
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 namespace frugal::policy {
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/admission.h"
+#include "scheduler/policy/admission/admission.h"
 
 #include <algorithm>
 #include <map>

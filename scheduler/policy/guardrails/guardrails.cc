@@ -1,4 +1,4 @@
-#include "scheduler/policy/guardrails.h"
+#include "scheduler/policy/guardrails/guardrails.h"
 
 #include <algorithm>
 #include <cmath>

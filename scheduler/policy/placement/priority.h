@@ -10,7 +10,7 @@
 
 #include "common/clock.h"
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/placement/cost_model.h"
 #include "scheduler/policy/policy_config.h"
 
 namespace frugal::policy {

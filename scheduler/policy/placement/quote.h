@@ -13,7 +13,7 @@
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/policy/policy_config.h"
-#include "scheduler/policy/spot_outlook.h"
+#include "scheduler/policy/placement/spot_outlook.h"
 
 namespace frugal::policy {
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/explain.h"
+#include "scheduler/policy/placement/explain.h"
 
 #include <algorithm>
 #include <cmath>

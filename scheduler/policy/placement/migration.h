@@ -9,9 +9,9 @@
 #pragma once
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/placement/capacity.h"
 #include "scheduler/policy/policy_config.h"
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 namespace frugal::policy {
 

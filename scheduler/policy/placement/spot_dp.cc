@@ -1,4 +1,4 @@
-#include "scheduler/policy/spot_dp.h"
+#include "scheduler/policy/placement/spot_dp.h"
 
 #include <algorithm>
 #include <cmath>

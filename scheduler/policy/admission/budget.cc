@@ -1,9 +1,9 @@
-#include "scheduler/policy/budget.h"
+#include "scheduler/policy/admission/budget.h"
 
 #include <map>
 
-#include "scheduler/policy/admission.h"
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/admission/admission.h"
+#include "scheduler/policy/placement/cost_model.h"
 
 namespace frugal::policy {
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/migration.h"
+#include "scheduler/policy/placement/migration.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <set>
 #include <vector>
 
-#include "scheduler/policy/cost_model.h"
-#include "scheduler/policy/explain.h"
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/placement/cost_model.h"
+#include "scheduler/policy/placement/explain.h"
+#include "scheduler/policy/admission/quota.h"
 
 namespace frugal::policy {
 

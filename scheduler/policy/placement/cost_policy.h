@@ -13,8 +13,8 @@
 
 #include "scheduler/policy/policy.h"
 #include "scheduler/policy/policy_config.h"
-#include "scheduler/policy/priority.h"
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/priority.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 namespace frugal::policy {
 

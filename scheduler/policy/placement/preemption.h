@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/capacity.h"
-#include "scheduler/policy/job_options.h"
+#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/job_options.h"
 
 namespace frugal::policy {
 

@@ -1,11 +1,11 @@
-#include "scheduler/policy/job_options.h"
+#include "scheduler/policy/placement/job_options.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "scheduler/policy/budget.h"
-#include "scheduler/policy/quota.h"
+#include "scheduler/policy/admission/budget.h"
+#include "scheduler/policy/admission/quota.h"
 
 namespace frugal::policy {
 

@@ -1,4 +1,4 @@
-#include "scheduler/policy/spot_book.h"
+#include "scheduler/policy/placement/spot_book.h"
 
 #include <algorithm>
 #include <cmath>

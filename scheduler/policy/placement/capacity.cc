@@ -1,11 +1,11 @@
-#include "scheduler/policy/capacity.h"
+#include "scheduler/policy/placement/capacity.h"
 
 #include <algorithm>
 #include <climits>
 #include <iterator>
 #include <tuple>
 
-#include "scheduler/policy/cost_model.h"
+#include "scheduler/policy/placement/cost_model.h"
 
 namespace frugal::policy {
 

@@ -35,7 +35,7 @@
 
 #include "common/clock.h"
 #include "scheduler/model/pool.h"
-#include "scheduler/policy/spot_dp.h"
+#include "scheduler/policy/placement/spot_dp.h"
 
 namespace frugal::policy {
 
