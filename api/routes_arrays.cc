@@ -96,12 +96,9 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
   const store::ArrayResult& result = submitted.result;
   const policy::Quote& quote = submitted.quote;
   json out = EncodeArray(result.array);
-  if (quote.recommended) {
-    for (const auto& p : quote.pools)
-      if (p.pool_id == *quote.recommended) {
-        out["expected_pool"] = p.pool;
-        out["expected_cost"] = FormatDollars(p.expected_cost * result.array.task_count, true);
-      }
+  if (const auto* p = quote.RecommendedPool()) {
+    out["expected_pool"] = p->pool;
+    out["expected_cost"] = FormatDollars(p->expected_cost * result.array.task_count, true);
   }
   return Reply{result.created ? 201 : 200, out};
 }

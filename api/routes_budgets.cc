@@ -129,15 +129,12 @@ namespace frugal::api {
 
 void EncodeOutlook(const policy::Quote& quote, const std::optional<store::BudgetStatus>& budget,
                    json& out) {
-  if (quote.recommended) {
-    for (const auto& p : quote.pools) {
-      if (p.pool_id != *quote.recommended) continue;
-      out["expected_cost"] = Money(p.expected_cost);
-      out["expected_pool"] = p.pool;
-      // Reserved capacity is already paid for: it charges no budget.
-      out["expected_budget_charge"] =
-          Money(p.kind == model::CapacityKind::kReserved ? 0 : p.expected_cost);
-    }
+  if (const auto* p = quote.RecommendedPool()) {
+    out["expected_cost"] = Money(p->expected_cost);
+    out["expected_pool"] = p->pool;
+    // Reserved capacity is already paid for: it charges no budget.
+    out["expected_budget_charge"] =
+        Money(p->kind == model::CapacityKind::kReserved ? 0 : p->expected_cost);
   }
   if (budget) {
     out["budget"] = {{"period", model::ToString(budget->spec.period)},

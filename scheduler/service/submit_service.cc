@@ -73,8 +73,7 @@ StatusOr<BatchSubmitted> SubmitService::SubmitBatch(const store::Principal& who,
   ASSIGN_OR_RETURN(auto quotes, Admit(reqs, now, true, refused));
   BatchSubmitted out;
   for (const auto& q : quotes) {
-    for (const auto& p : q.pools)
-      if (q.recommended && p.pool_id == *q.recommended) out.expected_cost += p.expected_cost;
+    if (const auto* p = q.RecommendedPool()) out.expected_cost += p->expected_cost;
   }
   ASSIGN_OR_RETURN(out.items, store_.SubmitBatch(who, reqs));
   int created = 0;

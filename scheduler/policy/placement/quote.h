@@ -35,6 +35,12 @@ struct PoolQuote {
 struct Quote {
   std::vector<PoolQuote> pools;                 // every pool, by id
   std::optional<model::PoolId> recommended;     // what placement/cost prefers, capacity permitting
+  // The entry of `pools` for `recommended`; null when there is none.
+  const PoolQuote* RecommendedPool() const {
+    for (const auto& p : pools)
+      if (recommended && p.pool_id == *recommended) return &p;
+    return nullptr;
+  }
   std::string recommendation;                   // why, with numbers
   std::optional<model::PoolId> on_demand_pool;  // the cheapest allowed on-demand pool
   Micros on_demand_cost = 0;
