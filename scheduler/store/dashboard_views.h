@@ -23,7 +23,9 @@ struct Interruption {
   model::JobId job = 0;
   std::string job_name, team;
   int attempt = 0;  // the attempt's number within its job
-  std::string pool, node, reason;  // reason: preempted | node_lost | cancelled
+  // reason: preempted | node_lost | cancelled, or how a reclaimed gang's other part ended
+  // (failed, succeeded) when the ledger counts its work as lost
+  std::string pool, node, reason;
   // node, priority, migrate_off_spot, migrate_to_spot or idle_reclaim (as /metrics)
   std::string cause;
   Timestamp ended_at{};

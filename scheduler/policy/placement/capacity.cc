@@ -190,10 +190,39 @@ int Capacity::NewCapacity(int e) const {
 
 void Capacity::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
 
-int Capacity::NewGpusFor(int e, int gpus, int nodes) const {
+int Capacity::NewGpusFor(int e, int gpus, int nodes, int held) const {
   const int node = entries_[e].pool.node_gpus;
-  if (nodes <= 1 || node <= 0) return gpus;
-  return nodes * std::max(node, gpus / nodes);
+  if (nodes <= 1) return gpus;
+  const int parts = std::max(0, nodes - held);
+  return parts * (node <= 0 ? gpus / nodes : std::max(node, gpus / nodes));
+}
+
+int Capacity::PartsFree(int e, int gpus, int nodes) const {
+  if (nodes <= 1 || gpus <= 0) return 0;
+  const int per = gpus / nodes;
+  int hosts = 0;
+  for (auto it = by_free_[e].lower_bound(per); it != by_free_[e].end() && hosts < nodes - 1; ++it)
+    hosts += static_cast<int>(std::min<size_t>(it->second.size(), nodes - 1 - hosts));
+  return std::min(hosts, Headroom(e) / std::max(1, per));
+}
+
+void Capacity::HoldParts(int e, int gpus, int nodes, int parts) {
+  if (nodes <= 1 || parts <= 0) return;
+  const int per = gpus / nodes;
+  std::vector<int> chosen;  // chosen before any is held, as Take does
+  for (auto it = by_free_[e].lower_bound(per);
+       it != by_free_[e].end() && static_cast<int>(chosen.size()) < parts; ++it) {
+    for (int idx : it->second) {
+      chosen.push_back(idx);
+      if (static_cast<int>(chosen.size()) == parts) break;
+    }
+  }
+  for (int idx : chosen) {
+    SetFree(idx, nodes_[idx].free - per);
+    nodes_[idx].busy = true;
+    nodes_[idx].held_hours = kNoLimit;
+  }
+  account_used_[entries_[e].account] += static_cast<long long>(chosen.size()) * per;
 }
 
 bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {

@@ -65,8 +65,16 @@ class Capacity {
   int NewCapacity(int e) const;
   void UseNew(int e, int gpus);  // `gpus` of NewCapacity promised to jobs this cycle
   // GPUs of NewCapacity a gang needs: `gpus`, or for `nodes` > 1 whole new nodes, one per
-  // part (a node of the pool's node_gpus holds one part of a gang, never two).
-  int NewGpusFor(int e, int gpus, int nodes) const;
+  // part (a node of the pool's node_gpus holds one part of a gang, never two), less the
+  // `held` parts it already holds on live nodes (HoldParts).
+  int NewGpusFor(int e, int gpus, int nodes, int held = 0) const;
+  // A multi-node gang that waits for new nodes holds the live nodes that fit a part now
+  // (at most nodes - 1, best fit, one part per node), so no job placed after it this cycle
+  // takes them while the rest start: the first of N new nodes is not lost to a smaller job
+  // and the gang asks only for the nodes it lacks. PartsFree counts them; HoldParts holds
+  // that many (their GPUs count as used; the nodes are busy, so never released as idle).
+  int PartsFree(int e, int gpus, int nodes) const;
+  void HoldParts(int e, int gpus, int nodes, int parts);
   // True if the entry could ever hold a gang of `gpus`: on its live nodes, or on nodes its
   // provider may still add.
   bool CanHost(int e, int gpus, bool multi_node, int nodes = 1) const;

@@ -328,10 +328,15 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     int e = OptionEntry(o);
     JobResult& res = results[p.job];
     if (OptionIsNew(o)) {
-      const int need = cap.NewGpusFor(e, work.gpus, work.nodes);
+      // A gang holds the live nodes that fit a part and asks only for the rest (HoldParts).
+      const int held = cap.PartsFree(e, work.gpus, work.nodes);
+      const int need = cap.NewGpusFor(e, work.gpus, work.nodes, held);
       if (cap.NewCapacity(e) < need) return false;
       cap.UseNew(e, need);
+      cap.HoldParts(e, work.gpus, work.nodes, held);
       res.outcome = PlacementOutcome::kNewNode;
+      res.new_gpus = need;
+      res.held_parts = held;
     } else {
       res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes, StayOn(p.job, o));
       if (res.slices.empty()) return false;
@@ -358,7 +363,8 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
       if (r < 0 || r >= p.unplaced) continue;
       int e = OptionEntry(o);
       const Work& w = opts.view(p.job).work;
-      if (OptionIsNew(o) ? cap.NewCapacity(e) >= cap.NewGpusFor(e, w.gpus, w.nodes)
+      if (OptionIsNew(o) ? cap.NewCapacity(e) >=
+                               cap.NewGpusFor(e, w.gpus, w.nodes, cap.PartsFree(e, w.gpus, w.nodes))
                          : cap.FreeGpus(e) >= gpus)
         order.push_back(o);
     }

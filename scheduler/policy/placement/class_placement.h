@@ -31,6 +31,8 @@ struct JobResult {
   int alt_option = -1;
   std::vector<Capacity::Slice> slices;
   double eta_hours = 0;  // kWaitCheaper: when `option` is expected to have room
+  int new_gpus = 0;      // kNewNode: GPUs of new nodes it waits for
+  int held_parts = 0;    // kNewNode, a gang: parts held on live nodes meanwhile
 };
 
 // Cost per GPU of leaving a job unplaced when waiting is not its choice: above any rate.

@@ -104,8 +104,7 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
       case PlacementOutcome::kNewNode: {
         plan.waits.push_back({id, why.NewNode(j, r)});
         auto& g = grow[OptionEntry(r.option)];
-        const Work& w = opts.view(j).work;
-        g.first += cap.NewGpusFor(OptionEntry(r.option), w.gpus, w.nodes);
+        g.first += r.new_gpus;
         g.second.push_back(id);
         break;
       }

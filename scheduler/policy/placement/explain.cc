@@ -159,6 +159,8 @@ std::string Explainer::NewNode(int j, const JobResult& r) const {
   std::string s = "waiting for a new node in " + PoolLabel(r.option) + " (requested, ready in ~" +
                   RoughHours(Hours(p.startup_delay)) + "): expected " + Dollars(e.cost) + " for " +
                   RoughHours(e.wall_hours);
+  if (r.held_parts > 0)
+    s += "; holding " + std::to_string(r.held_parts) + " live node(s) for its other parts";
   if (p.kind == model::CapacityKind::kOnDemand) {
     std::string why = WhyNotCheaper(j, r.option);
     if (!why.empty()) s += "; " + why;

@@ -8,14 +8,19 @@ namespace frugal::store {
 
 namespace {
 
-// $1 team filter (bigint or NULL), $2 limit. Preemptions, lost nodes and the idle
-// guardrail's stops of jobs that never checkpointed (ended cancelled). The next attempt of
-// the same job is the recovery (for a gang, its rank 0); lost work comes from the ledger
-// (billed attempts only: an attempt is billed when it ends, a gang's parts when its last
-// part ends).
+// $1 team filter (bigint or NULL), $2 limit. Preemptions, lost nodes, the idle
+// guardrail's stops of jobs that never checkpointed (ended cancelled), and a reclaimed
+// gang's parts that ended otherwise (a rank whose program failed when its peer vanished:
+// the ledger counts its lost work, decision 0032), with the cause of the part that broke
+// the gang. The next attempt of the same job is the recovery (for a gang, its rank 0);
+// lost work comes from the ledger (billed attempts only: an attempt is billed when it
+// ends, a gang's parts when its last part ends).
 constexpr const char* kInterruptions =
     "SELECT a.job_id, j.name, t.name, a.number, p.name, n.name, a.end_reason,"
-    " coalesce(" FRUGAL_STOP_KIND("a") ", ''), " FRUGAL_US("a.ended_at") ","
+    " coalesce(" FRUGAL_STOP_KIND("a") ", CASE WHEN a.end_reason NOT IN ('preempted',"
+    "   'node_lost') THEN (SELECT " FRUGAL_STOP_KIND("g") " FROM attempts g WHERE"
+    "   g.job_id = a.job_id AND g.number = a.number AND g.end_reason IN ('preempted',"
+    "   'node_lost') ORDER BY g.ended_at, g.id LIMIT 1) END, ''), " FRUGAL_US("a.ended_at") ","
     " coalesce((SELECT sum(l.amount_micros) FROM ledger_entries l WHERE l.attempt_id = a.id"
     "   AND l.kind = 'lost_work'), 0)::bigint,"
     " b.number, bp.name, " FRUGAL_US("b.started_at")
@@ -24,7 +29,9 @@ constexpr const char* kInterruptions =
     " LEFT JOIN attempts b ON b.job_id = a.job_id AND b.number = a.number + 1 AND b.rank = 0"
     " LEFT JOIN nodes bn ON bn.id = b.node_id LEFT JOIN pools bp ON bp.id = bn.pool_id"
     " WHERE (a.end_reason IN ('preempted', 'node_lost')"
-    "   OR (a.end_reason = 'cancelled' AND a.idle_stopped_at IS NOT NULL))"
+    "   OR (a.end_reason = 'cancelled' AND a.idle_stopped_at IS NOT NULL)"
+    "   OR (a.gang_size > 1 AND EXISTS (SELECT 1 FROM ledger_entries l"
+    "     WHERE l.attempt_id = a.id AND l.kind = 'lost_work')))"
     " AND ($1::bigint IS NULL OR j.team_id = $1::bigint)"
     " ORDER BY a.ended_at DESC, a.id DESC LIMIT $2::int";
 

@@ -508,8 +508,8 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
                  // ports of 20000-29999 counted from a hash of its first new gang, the
                  // n-th to its n-th new gang. Free: no live gang mastered there has it.
                  " masters AS (SELECT a.job_id, a.node_id,"
-                 "   row_number() OVER m AS nth, first_value((upd.id * 1000003 +"
-                 "   upd.attempt_count) % 10000) OVER m AS start"
+                 "   row_number() OVER m AS nth, first_value("
+                 FRUGAL_GANG_PORT_OFFSET("upd.id", "upd.attempt_count") ") OVER m AS start"
                  "   FROM upd JOIN a ON a.job_id = upd.id WHERE a.rank = 0 AND a.parts > 1"
                  "   WINDOW m AS (PARTITION BY a.node_id ORDER BY a.job_id)),"
                  " used AS (SELECT x.node_id, x.master_port FROM attempts x WHERE x.node_id IN"

@@ -118,6 +118,10 @@ model::AttemptEnd AttemptEndOf(Outcome o);
 StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<FinishReport>& reports,
                                                 std::int64_t log_cap_bytes, model::NodeId node,
                                                 std::vector<FinishResult>& out);
+// SQL: where a gang's rendezvous port search starts (decision 0032), 0-9999 from the job
+// id and attempt number; ports are 20000 + it. ApplyPlan counts free ports from it; the
+// heartbeat falls back to it for a gang started before migration 0026 stored the port.
+#define FRUGAL_GANG_PORT_OFFSET(job, number) "((" job " * 1000003 + " number ") % 10000)"
 // SQL: true if another part of the gang attempt `a` (an attempts alias) has ended other
 // than succeeded, so `a` cannot go on.
 #define FRUGAL_GANG_BROKEN(a)                                                              \

@@ -17,31 +17,31 @@ const std::string kBill =
     "   coalesce((SELECT min(o.price_micros_per_gpu_hour) FROM pools o WHERE"
     "     o.capacity_kind = 'on_demand' AND o.gpu_type = p.gpu_type),"
     "     p.price_micros_per_gpu_hour) AS od_rate,"
-    // Lost work runs from the last checkpoint this attempt committed (or its start).
-    // A gang's checkpoints are rank 0's and hold every rank's state (decision
-    // 0032): each part loses what it did since the gang's last one.
+    // Lost work runs from the last checkpoint this attempt committed (or its start);
+    // a gang part's from the gang's last one.
     "   least(a.ended_at, greatest(a.started_at, coalesce(CASE WHEN a.gang_size = 1"
     "     THEN (SELECT max(k.created_at) FROM checkpoints k WHERE k.attempt_id = a.id)"
-    "     ELSE (SELECT max(k.created_at) FROM checkpoints k JOIN attempts g ON"
-    "     g.id = k.attempt_id WHERE g.job_id = a.job_id AND g.number = a.number) END,"
-    "     a.started_at))) AS lost_from,"
-    // Work is lost when the attempt was preempted or its node lost; for a gang, when
-    // the gang was (model::GangEnd): a node lost, or a part stopped for its own
-    // node's reason. A part stopped because a peer failed loses nothing: the
-    // failure is the job's own, not the capacity's.
+    "     ELSE gang.checkpoint_at END, a.started_at))) AS lost_from,"
     "   CASE WHEN a.gang_size = 1 THEN a.end_reason IN ('preempted', 'node_lost')"
-    "     ELSE EXISTS (SELECT 1 FROM attempts g WHERE g.job_id = a.job_id AND"
-    "     g.number = a.number AND (g.end_reason = 'node_lost' OR (g.end_reason ="
-    "     'preempted' AND (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))))"
-    "     END AS lost,"
+    "     ELSE coalesce(gang.lost, false) END AS lost,"
     "   a.acked_at IS NOT NULL AS ran"
     "   FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
     "   JOIN pools p ON p.id = n.pool_id"
+    // A gang's parts, read once (decision 0032): its last checkpoint (rank 0's, which
+    // holds every rank's state), whether the capacity broke it (model::GangEnd: a node
+    // lost, or a part stopped for its own node's reason; a part stopped because a peer
+    // failed loses nothing, the failure being the job's own) and whether a part still
+    // runs. A single-node attempt skips it.
+    "   LEFT JOIN LATERAL (SELECT max(k.created_at) AS checkpoint_at,"
+    "     bool_or(g.end_reason = 'node_lost' OR (g.end_reason = 'preempted' AND"
+    "     (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))) AS lost,"
+    "     bool_or(g.ended_at IS NULL) AS live"
+    "     FROM attempts g LEFT JOIN checkpoints k ON k.attempt_id = g.id"
+    "     WHERE a.gang_size > 1 AND g.job_id = a.job_id AND g.number = a.number) gang ON true"
     "   WHERE {WHICH} AND a.ended_at IS NOT NULL AND NOT a.billed"
     // A gang's parts are billed once its last part has ended: only then is its end
     // known. Until then reports count an ended part as running attempts are.
-    "   AND (a.gang_size = 1 OR NOT EXISTS (SELECT 1 FROM attempts g WHERE"
-    "     g.job_id = a.job_id AND g.number = a.number AND g.ended_at IS NULL))"
+    "   AND (a.gang_size = 1 OR NOT gang.live)"
     "   FOR UPDATE OF a),"
     " marked AS (UPDATE attempts SET billed = true WHERE id = ANY (ARRAY(SELECT id FROM todo))),"
     // An attempt no worker ever acknowledged never ran: it costs nothing and loses

@@ -393,8 +393,8 @@ StatusOr<std::vector<AttemptOrder>> ReadAssignments(PgConn& c, const std::string
                          " a.job_id AND a0.number = a.number AND a0.rank = 0),"
                          // Set by ApplyPlan; the hash it replaced for a gang started by a
                          // scheduler that predates migration 0026.
-                         " coalesce(a.master_port, 20000 + ((a.job_id * 1000003 + a.number)"
-                         " % 10000)::int)"
+                         " coalesce(a.master_port, 20000 + "
+                         FRUGAL_GANG_PORT_OFFSET("a.job_id", "a.number") "::int)"
                          " FROM attempts a JOIN jobs j ON j.id = a.job_id"
                          " JOIN teams t ON t.id = j.team_id JOIN users u ON u.id = j.user_id"
                          " WHERE a.node_id = $1 AND a.lease_epoch = $2 AND a.ended_at IS NULL"

@@ -254,6 +254,47 @@ TEST_F(CostPolicyTest, AsksAnElasticPoolForNodesAndCountsRequestsInFlight) {
   EXPECT_TRUE(Decide().node_requests.empty());
 }
 
+TEST_F(CostPolicyTest, AGangWaitingForNewNodesHoldsTheFirstOneFromSmallerJobs) {
+  // An elastic on-demand pool of 8-GPU nodes: a 2 x 8 gang asked for two nodes last cycle;
+  // one has registered (node 20, idle), the other is still starting (8 GPUs in flight). A
+  // 1-GPU job of the same priority arrives. The gang holds node 20 and asks for nothing
+  // more; the small job does not take node 20 and asks for a node of its own.
+  s_.pools = {MakePool(2, "a100-od", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 64)};
+  s_.pools[0].elastic = true;
+  s_.pools[0].node_gpus = 8;
+  s_.pools[0].startup_delay = 5min;
+  s_.pools[0].idle_timeout = 5min;
+  s_.pools[0].requested_gpus = 8;
+  s_.nodes = {MakeNode(20, 2, 8)};
+  s_.nodes[0].idle_since = At(-10min);  // past the timeout: only the hold keeps it
+  auto gang = MakeJob(1, 16);
+  gang.nodes = 2;
+  gang.estimate = 1h;
+  auto small = MakeJob(2, 1);
+  small.estimate = 1h;
+  s_.pending = {gang, small};
+  auto plan = Decide();
+  EXPECT_TRUE(AssignmentsOf(plan, 1).empty());
+  EXPECT_TRUE(AssignmentsOf(plan, 2).empty());
+  EXPECT_TRUE(plan.node_releases.empty());
+  ASSERT_EQ(plan.node_requests.size(), 1u);
+  // The small job's GPU (the provider rounds it up to a node): the gang's missing node is
+  // the one in flight. Without the hold the gang asked for two more nodes (16 - 8).
+  EXPECT_EQ(plan.node_requests[0].gpus, 1);
+  EXPECT_EQ(plan.node_requests[0].job_ids, std::vector<model::JobId>({1, 2}));
+  EXPECT_NE(WaitReason(plan, 1).find("holding 1 live node(s) for its other parts"),
+            std::string::npos)
+      << WaitReason(plan, 1);
+
+  // Once the second node is up, the gang starts on both.
+  s_.nodes.push_back(MakeNode(21, 2, 8));
+  s_.pools[0].requested_gpus = 8;  // the small job's, still starting
+  plan = Decide();
+  auto parts = AssignmentsOf(plan, 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node_id + parts[1].node_id, 41);
+}
+
 TEST_F(CostPolicyTest, ReleasesNodesIdlePastTheTimeoutButNeverReserved) {
   ThreePools();
   for (auto& p : s_.pools) p.idle_timeout = 30min;

@@ -4,6 +4,7 @@
 // part has ended.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "scheduler/policy/placement/cost_policy.h"
@@ -268,6 +269,17 @@ TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) 
                   std::to_string(job)),
             2);
   EXPECT_EQ(LostEntries(job), 2);
+  // The dashboard's interruptions list both parts: the crashed rank's loss is the gang's.
+  auto recent = store_->RecentInterruptions(std::nullopt, 20);
+  ASSERT_TRUE(recent.ok());
+  std::map<std::string, const Interruption*> by_reason;
+  for (const auto& x : *recent)
+    if (x.job == job) by_reason[x.reason] = &x;
+  ASSERT_EQ(by_reason.size(), 2u);
+  ASSERT_TRUE(by_reason.count("preempted") && by_reason.count("failed"));
+  EXPECT_GT(by_reason["failed"]->lost, 0);
+  EXPECT_EQ(by_reason["failed"]->cause, by_reason["preempted"]->cause);
+  EXPECT_EQ(by_reason["failed"]->attempt, by_reason["preempted"]->attempt);
 }
 
 TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
