@@ -11,27 +11,45 @@
 namespace frugal::model {
 
 std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s,
-                                   std::vector<double> stockouts_s) {
-  std::sort(lives.begin(), lives.end(),
-            [](const NodeLife& a, const NodeLife& b) { return a.start_s < b.start_s; });
+                                   std::vector<double> stockouts_s, int need) {
+  need = std::max(1, need);
   std::sort(stockouts_s.begin(), stockouts_s.end());
-  // The union's components; `released` follows the life that ends last in each.
+  // The components: maximal stretches with at least `need` lives at once. A sweep over
+  // starts and ends; at one instant starts come first, so lives that touch join, and a
+  // component that ends there follows the lives ending there: released only if all were.
+  struct Event {
+    double t;
+    int delta;
+    bool released;
+  };
+  std::vector<Event> events;
+  for (const auto& l : lives) {
+    if (l.start_s > now_s) continue;
+    events.push_back({l.start_s, +1, false});
+    events.push_back({std::min(std::max(l.end_s, l.start_s), now_s), -1, l.released});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.t != b.t ? a.t < b.t : a.delta > b.delta;
+  });
   struct Component {
     double start, end;
     bool released;
   };
   std::vector<Component> comps;
-  for (const auto& l : lives) {
-    if (l.start_s > now_s) continue;
-    const double end = std::min(std::max(l.end_s, l.start_s), now_s);
-    if (!comps.empty() && l.start_s <= comps.back().end) {
-      auto& c = comps.back();
-      if (end > c.end) c.released = l.released;
-      if (end == c.end) c.released = c.released && l.released;
-      c.end = std::max(c.end, end);
-      continue;
+  int count = 0;
+  for (size_t i = 0; i < events.size();) {
+    const double t = events[i].t;
+    const bool was_up = count >= need;
+    for (; i < events.size() && events[i].t == t && events[i].delta > 0; ++i) ++count;
+    if (!was_up && count >= need) comps.push_back({t, t, true});
+    const bool peak_up = count >= need;
+    bool released = true;
+    for (; i < events.size() && events[i].t == t; ++i) {
+      --count;
+      released = released && events[i].released;
     }
-    comps.push_back({l.start_s, end, l.released});
+    // A life of no length still shows the capacity was there, as a spell of none.
+    if (peak_up && count < need) comps.back() = {comps.back().start, t, released};
   }
   // The first stockout in [from, to), if any.
   auto first_stockout = [&](double from, double to) -> const double* {

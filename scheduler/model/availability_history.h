@@ -53,8 +53,13 @@ struct NodeLife {
 // first one; stockouts while a node is alive are not counted (the pool still serves).
 // The last spell is not ended. Empty when there are no lives and no stockouts. Inputs
 // need not be sorted.
+//
+// With `need` > 1, the same for a gang of that many nodes (decision 0032): the pool is up
+// while at least `need` lives overlap ("all N up", as experiment 3 counts a series of N
+// instances), a drop below `need` ends or cuts the spell by the same rule, and stockouts
+// count while fewer than `need` are alive.
 std::vector<Spell> SpellsFromLives(std::vector<NodeLife> lives, double now_s,
-                                   std::vector<double> stockouts_s = {});
+                                   std::vector<double> stockouts_s = {}, int need = 1);
 
 // Adds `spells` to `m` in m's ticks. Boundaries are rounded to the tick grid from the
 // start of each unbroken run of spells (so the ticks add up to the run's duration); a

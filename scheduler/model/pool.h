@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ struct Pool {
   // the first fit (the policy then falls back to the rules of decisions 0014 and 0015).
   std::shared_ptr<const AvailabilityModel> availability;
   AvailabilityNow availability_now;  // up or down now, and for how long
+  // Spot, multi-node gangs (decision 0032): per gang size in use, the chain of spells in
+  // which at least that many of its nodes were alive ("all N up"), refitted with
+  // `availability`. A size missing here has no evidence yet.
+  std::map<int, std::shared_ptr<const AvailabilityModel>> gang_availability;
 };
 
 struct Node {

@@ -44,6 +44,7 @@ std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& v,
                              ? v.work.checkpoint_hours : 0;
   job.where = JobWhere::kIdle;
   job.od_price_per_gpu_hour = od_ref_price * speed;
+  job.nodes = v.work.nodes;
   return book.Decide(spot.pool, job);
 }
 

@@ -22,6 +22,17 @@ int WorkBucket(int work) {
 }  // namespace
 
 std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const SpotJob& job) const {
+  if (job.nodes <= 1) return DecideOn(pool, 1, job);
+  auto it = pool.gang_availability.find(job.nodes);
+  if (it == pool.gang_availability.end() || !it->second) return std::nullopt;
+  model::Pool gang = pool;
+  gang.availability = it->second;
+  gang.preemption_prior_per_node_hour = pool.preemption_prior_per_node_hour * job.nodes;
+  return DecideOn(gang, job.nodes, job);
+}
+
+std::optional<SpotDecision> SpotBook::DecideOn(const model::Pool& pool, int nodes,
+                                               const SpotJob& job) const {
   const auto& m = pool.availability;
   if (!m || m->bins() == 0 || job.od_price_per_gpu_hour <= 0) return std::nullopt;
   const double tick_h = static_cast<double>(m->tick_seconds) / 3600.0;
@@ -67,7 +78,7 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
              std::min(time_cap, (want_time + time_step - 1) / time_step * time_step), work_bucket};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    chain = ChainLocked(pool);
+    chain = ChainLocked(pool, nodes);
     wanted.chain = chain.get();
     // Any solved table of this chain and shape that covers the job: the smallest.
     for (auto it = entries_.lower_bound(Key{pool.id, chain.get(), changeover, checkpoint, price_pct, 0, 0});
@@ -94,7 +105,7 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
     table = Solve(wanted, copy);
     std::lock_guard<std::mutex> lock(mu_);
     // Kept only while the chain it was solved for is still held.
-    if (HeldLocked(pool.id, chain.get())) {
+    if (HeldLocked({pool.id, nodes}, chain.get())) {
       Entry& e = entries_[wanted];
       if (!e.chain) e.chain = chain;
       if (!e.table) e.table = table;
@@ -136,8 +147,8 @@ std::shared_ptr<const SpotPolicy> SpotBook::Solve(const Key& key, const Entry& e
   return std::make_shared<const SpotPolicy>(entry.chain->next, entry.chain->up, shape);
 }
 
-std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool) const {
-  auto& held = chains_[pool.id];
+std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool, int nodes) const {
+  auto& held = chains_[{pool.id, nodes}];
   for (auto it = held.begin(); it != held.end(); ++it) {
     if ((*it)->model == pool.availability &&
         (*it)->prior_reclaims_per_hour == pool.preemption_prior_per_node_hour) {
@@ -171,8 +182,8 @@ std::shared_ptr<const SpotChain> SpotBook::ChainLocked(const model::Pool& pool) 
   return held.front();
 }
 
-bool SpotBook::HeldLocked(model::PoolId pool, const SpotChain* chain) const {
-  auto it = chains_.find(pool);
+bool SpotBook::HeldLocked(const ChainKey& key, const SpotChain* chain) const {
+  auto it = chains_.find(key);
   if (it == chains_.end()) return false;
   for (const auto& c : it->second)
     if (c.get() == chain) return true;

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -50,6 +51,7 @@ struct SpotJob {
   double changeover_left_hours = 0;  // restore still to pay where it runs now
   double unsaved_hours = 0;          // run since its latest checkpoint (on spot)
   double od_price_per_gpu_hour = 0;  // the safe alternative's price (speed-adjusted)
+  int nodes = 1;  // > 1: a multi-node gang, decided with the pool's chain for its size
 };
 
 // A pool's fitted model as the controller uses it: the chain's transitions with the pool's
@@ -98,6 +100,10 @@ class SpotBook {
   // The learned decision for `job` on spot pool `pool`, or empty when the controller does
   // not apply (no fitted model, a job too long or with checkpoints too far apart for a
   // table, a missing price) or its table is not solved yet (then it is queued).
+  // A gang of N nodes (decision 0032) is decided with the pool's "all N up" chain
+  // (Pool::gang_availability) and the admin's prior times N, as if its nodes were
+  // reclaimed independently until the evidence says how they are; with no chain fitted
+  // for its size yet, the controller does not apply.
   std::optional<SpotDecision> Decide(const model::Pool& pool, const SpotJob& job) const;
 
   // Solves queued tables (the engine's background thread), at most `max_tables` of them;
@@ -135,18 +141,24 @@ class SpotBook {
   };
   std::shared_ptr<const SpotPolicy> Solve(const Key& key, const Entry& entry) const;
   void EvictLocked(model::PoolId pool) const;
-  // The pool's chain for its current model and prior, made the most recently used; a new
-  // one past `models_per_pool_` drops the least recently used chain's tables.
-  std::shared_ptr<const SpotChain> ChainLocked(const model::Pool& pool) const;
-  bool HeldLocked(model::PoolId pool, const SpotChain* chain) const;
+  // Decide on `pool` as the chain for gangs of `nodes` sees it (its `availability` and
+  // prior are that chain's).
+  std::optional<SpotDecision> DecideOn(const model::Pool& pool, int nodes,
+                                       const SpotJob& job) const;
+  // The chain of the pool's current model and prior for gangs of `nodes` (1: single-node
+  // jobs), made the most recently used; a new one past `models_per_pool_` drops the least
+  // recently used chain's tables.
+  using ChainKey = std::pair<model::PoolId, int>;
+  std::shared_ptr<const SpotChain> ChainLocked(const model::Pool& pool, int nodes) const;
+  bool HeldLocked(const ChainKey& key, const SpotChain* chain) const;
 
   bool inline_;
   size_t max_bytes_;
   size_t models_per_pool_;
   mutable std::mutex mu_;
   mutable std::map<Key, Entry> entries_;
-  // Per pool, its chains, the most recently used first.
-  mutable std::map<model::PoolId, std::list<std::shared_ptr<const SpotChain>>> chains_;
+  // Per pool and gang size, its chains, the most recently used first.
+  mutable std::map<ChainKey, std::list<std::shared_ptr<const SpotChain>>> chains_;
   mutable std::uint64_t clock_ = 0;
 };
 

@@ -47,12 +47,20 @@ std::vector<SpotOutlook> SpotOutlooks(const model::PendingJob& job,
     sj.checkpoint_hours =
         job.tolerance == model::Tolerance::kCheckpointed ? work.checkpoint_hours : 0;
     sj.od_price_per_gpu_hour = od_ref * speed;
+    sj.nodes = work.nodes;
     SpotOutlook o;
     o.pool_id = p.id;
     o.pool = p.name;
     o.up = p.availability_now.up;
     o.spell_seconds = p.availability_now.spell_seconds;
     auto d = book.Decide(p, sj);
+    if (!d && work.nodes > 1 && !p.gang_availability.count(work.nodes)) {
+      o.text = "spot " + p.name + ": no availability model for gangs of " +
+               std::to_string(work.nodes) + " nodes yet (the next refit fits one); the rules" +
+               " decide until then";
+      out.push_back(std::move(o));
+      continue;
+    }
     if (!d) {
       o.text = "spot " + p.name + ": the learned model's table for this job is being solved;" +
                " the rules decide until it is";

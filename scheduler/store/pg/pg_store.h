@@ -30,13 +30,14 @@ namespace pg {
 class AvailabilityCache {
  public:
   // The model of `json_text`, fitted at `fitted_at_us`; null when the text is malformed.
-  std::shared_ptr<const model::AvailabilityModel> Get(model::PoolId pool,
-                                                      std::int64_t fitted_at_us,
-                                                      const std::string& json_text);
+  // `nodes` > 1: the pool's model for gangs of that many nodes (decision 0032).
+  std::shared_ptr<const model::AvailabilityModel> Get(model::PoolId pool, std::int64_t fitted_at_us,
+                                                      const std::string& json_text, int nodes = 1);
 
  private:
   std::mutex mu_;
-  std::map<model::PoolId, std::pair<std::int64_t, std::shared_ptr<const model::AvailabilityModel>>>
+  std::map<std::pair<model::PoolId, int>,
+           std::pair<std::int64_t, std::shared_ptr<const model::AvailabilityModel>>>
       by_pool_;  // guarded by mu_
 };
 }  // namespace pg

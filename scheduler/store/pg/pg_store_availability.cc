@@ -54,8 +54,13 @@ StatusOr<PoolRow> FindPool(PgConn& c, const std::string& name) {
   return p;
 }
 
+// Gang sizes fitted per pool at most: the smallest sizes that jobs not yet ended ask for.
+constexpr int kMaxGangModels = 8;
+
 // Reads the pool's node lives, adds their spells to its imported counts and writes the
-// result as its fitted model, all in the caller's transaction. Times are the database's.
+// result as its fitted model, and a model per gang size in use from the same lives (no
+// import: a series says whether one instance could be had), all in the caller's
+// transaction. Times are the database's.
 StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(auto r, c.Exec("availability_lives",
@@ -90,6 +95,18 @@ StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
   }
   AddCounts(fitted, observed);
   RefitResult out{pool.name, static_cast<int>(lives.size()), observed.ObservedTicks(), 0};
+  // Each gang size in use (decision 0032): the same lives, up while that many overlap.
+  ASSIGN_OR_RETURN(auto sizes, c.Exec("availability_gang_sizes",
+                                      "SELECT DISTINCT nodes FROM jobs WHERE nodes > 1 AND state"
+                                      " IN ('pending', 'held', 'running') ORDER BY nodes LIMIT $1",
+                                      {std::to_string(kMaxGangModels)}));
+  std::vector<std::pair<int, model::AvailabilityModel>> gangs;
+  for (int i = 0; i < sizes.rows(); ++i) {
+    const int nodes = static_cast<int>(sizes.Int(i, 0));
+    model::AvailabilityModel m = EmptyModel();
+    model::AddSpells(model::SpellsFromLives(lives, now.Double(0, 0), stockouts, nodes), m);
+    gangs.emplace_back(nodes, std::move(m));
+  }
   // The time to read and fit (the write is the same one statement for any pool).
   out.elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -102,6 +119,17 @@ StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
                          {std::to_string(pool.id), model::AvailabilityToJson(fitted),
                           std::to_string(out.observed_ticks), std::to_string(out.elapsed_ms)})
                       .status());
+  for (const auto& [nodes, m] : gangs) {
+    RETURN_IF_ERROR(c.Exec("availability_write_gang_fit",
+                           "INSERT INTO pool_gang_availability (pool_id, nodes, fitted_model,"
+                           " fitted_at, observed_ticks) VALUES ($1, $2, $3, now(), $4)"
+                           " ON CONFLICT (pool_id, nodes) DO UPDATE SET fitted_model ="
+                           " EXCLUDED.fitted_model, fitted_at = EXCLUDED.fitted_at,"
+                           " observed_ticks = EXCLUDED.observed_ticks",
+                           {std::to_string(pool.id), std::to_string(nodes),
+                            model::AvailabilityToJson(m), std::to_string(m.ObservedTicks())})
+                        .status());
+  }
   return out;
 }
 

@@ -413,13 +413,33 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
     }
     out.push_back(std::move(pool));
   }
+  // Gangs' models (decision 0032), for the spot pools that have them.
+  ASSIGN_OR_RETURN(auto g, c.Exec("load_gang_availability",
+                                  "SELECT g.pool_id, g.nodes, g.fitted_model,"
+                                  " " FRUGAL_US("g.fitted_at") " FROM pool_gang_availability g"
+                                  " JOIN pools p ON p.id = g.pool_id"
+                                  " WHERE p.capacity_kind = 'spot'"));
+  for (int i = 0; i < g.rows(); ++i) {
+    const model::PoolId id = g.Int(i, 0);
+    const int nodes = static_cast<int>(g.Int(i, 1));
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.id == id; });
+    if (it == out.end()) continue;
+    std::shared_ptr<const model::AvailabilityModel> m;
+    if (cache) {
+      m = cache->Get(id, g.Int(i, 3), g.Text(i, 2), nodes);
+    } else if (model::AvailabilityModel parsed;
+               model::AvailabilityFromJson(g.Text(i, 2), &parsed)) {
+      m = std::make_shared<const model::AvailabilityModel>(std::move(parsed));
+    }
+    if (m) it->gang_availability[nodes] = std::move(m);
+  }
   return out;
 }
 
 std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(
-    model::PoolId pool, std::int64_t fitted_at_us, const std::string& json_text) {
+    model::PoolId pool, std::int64_t fitted_at_us, const std::string& json_text, int nodes) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& entry = by_pool_[pool];
+  auto& entry = by_pool_[{pool, nodes}];
   if (entry.second && entry.first == fitted_at_us) return entry.second;
   model::AvailabilityModel m;
   if (!model::AvailabilityFromJson(json_text, &m)) return nullptr;

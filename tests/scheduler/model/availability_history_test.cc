@@ -38,6 +38,34 @@ TEST(SpellsFromLivesTest, ALifeReachingNowIsAnUpSpellGoingOn) {
   EXPECT_TRUE(SpellsFromLives({}, 1000).empty());
 }
 
+TEST(SpellsFromLivesTest, AGangOfTwoIsUpWhileTwoLivesOverlap) {
+  // Lives 0-600 and 300-900 (taken), then 1200-2400 and 1500-2400 (live), now 2400.
+  const std::vector<NodeLife> lives = {{0, 600}, {300, 900}, {1200, 2400}, {1500, 2400}};
+  auto s = SpellsFromLives(lives, 2400, {}, 2);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_TRUE(s[0].up && s[0].ended);  // 300-600: the first reclaim ends it
+  EXPECT_DOUBLE_EQ(s[0].start_s, 300);
+  EXPECT_DOUBLE_EQ(s[0].end_s, 600);
+  EXPECT_FALSE(s[1].up);  // down until two are alive again
+  EXPECT_DOUBLE_EQ(s[1].end_s, 1500);
+  EXPECT_TRUE(s[2].up);
+  EXPECT_FALSE(s[2].ended);
+  // With one node the same lives are up 0-900 and from 1200: one gang spell is shorter.
+  EXPECT_DOUBLE_EQ(SpellsFromLives(lives, 2400)[0].end_s, 900);
+  // A release that takes the count below two cuts the spell: no evidence after it, until
+  // a stockout while fewer than two are alive (at 700; one at 1600 is not counted).
+  s = SpellsFromLives({{0, 600, true}, {300, 900}, {1200, 2400}, {1500, 2400}}, 2400, {700, 1600},
+                      2);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_FALSE(s[0].ended);
+  EXPECT_FALSE(s[1].up);
+  EXPECT_DOUBLE_EQ(s[1].start_s, 700);
+  EXPECT_DOUBLE_EQ(s[1].end_s, 1500);
+  EXPECT_TRUE(s[2].up);
+  // Never two at once: no up spell at all.
+  EXPECT_TRUE(SpellsFromLives({{0, 600}, {900, 1200}}, 2400, {}, 2).empty());
+}
+
 TEST(SpellsFromLivesTest, AReleasedNodeLeavesNoEvidenceUntilAStockout) {
   // 0-900 released (destroyed as idle), 1500-2000 taken, now 2400, no stockout: the first
   // up spell is cut, the gap after it is not counted; the second ends in a down spell.

@@ -163,6 +163,32 @@ TEST(SpotBookTest, AJobWithoutCheckpointsOrAModelIsLeftToTheRules) {
   EXPECT_FALSE(book.Decide(SpotPool(nullptr, true), TenHourJob(30)).has_value());
 }
 
+// A gang of N nodes (decision 0032) decides with the pool's chain for N ("all N up") and
+// the admin's prior times N; with none fitted for its size the rules decide.
+TEST(SpotBookTest, AGangDecidesWithItsSizesChainAndPrior) {
+  SpotBook book(/*solve_inline=*/true);
+  model::Pool pool = SpotPool(Model({2000, 5}, 20), true);
+  pool.preemption_prior_per_node_hour = 0.1;
+  SpotJob gang = TenHourJob(30);
+  gang.nodes = 2;
+  EXPECT_FALSE(book.Decide(pool, gang).has_value());
+  auto pair = Model({40, 5}, 60);
+  pool.gang_availability[2] = pair;
+  auto d = book.Decide(pool, gang);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->model, pair);
+  EXPECT_DOUBLE_EQ(d->chain->prior_reclaims_per_hour, 0.2);
+  auto one = book.Decide(pool, TenHourJob(30));
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->model, pool.availability);
+  EXPECT_GT(d->hazard, one->hazard);
+  // Each keeps its tables: deciding one never drops the other's.
+  const int tables = book.tables();
+  book.Decide(pool, gang);
+  book.Decide(pool, TenHourJob(30));
+  EXPECT_EQ(book.tables(), tables);
+}
+
 class LearnedPlacementTest : public CostPolicyTest {
  protected:
   void SetUp() override {
@@ -220,6 +246,35 @@ TEST_F(LearnedPlacementTest, AvoidsSpotWhoseSpellsAreTooShortToPay) {
   // At a third of the price the same spells pay: spot.
   s_.pools[1].price_per_gpu_hour = 1000000;
   EXPECT_EQ(NodeOf(Decide(), 1), 30);
+}
+
+// A 2-node gang on a pool whose nodes, one at a time, last for days, but two of which
+// have seldom stayed up together for long (memoryless spells of about 20 minutes, spot 3%
+// below on-demand): the gang pays on-demand, where a one-node chain would say spot. When
+// pairs last as long as single nodes, it runs on spot.
+TEST_F(LearnedPlacementTest, AGangPlansWithAllOfItsNodesUp) {
+  auto pairs = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
+  std::mt19937 rng(3);
+  std::geometric_distribution<int> spell(1.0 / 7);
+  for (int i = 0; i < 400; ++i)
+    pairs->AddSpell(true, 1 + spell(rng), true), pairs->AddSpell(false, 1 + spell(rng), true);
+  s_.pools[1].price_per_gpu_hour = 2900000;
+  s_.pools[0].max_gpus = s_.pools[1].max_gpus = 16;
+  s_.nodes.push_back(MakeNode(21, 2, 8));
+  Spot(Model({2000, 5}, 20), true);
+  s_.nodes.push_back(MakeNode(31, 3, 8));
+  s_.pools[1].gang_availability[2] = pairs;
+  auto gang = CheckpointedJob(60h);
+  gang.gpus = 16;
+  gang.nodes = 2;
+  s_.pending = {gang};
+  auto parts = AssignmentsOf(Decide(), 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node_id + parts[1].node_id, 41);  // on-demand 20 and 21
+  s_.pools[1].gang_availability[2] = s_.pools[1].availability;
+  parts = AssignmentsOf(Decide(), 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].node_id + parts[1].node_id, 61);  // spot 30 and 31
 }
 
 }  // namespace

@@ -189,6 +189,42 @@ TEST_F(AvailabilityStoreTest, ImportRefusesUnknownNonSpotAndMisshapenCounts) {
 }
 
 // Also the measurement of decision 0023's refit time: 10,000 node lives in one pool.
+// A gang's chain (decision 0032): for each gang size jobs ask for, the spells in which
+// that many of the pool's nodes were alive at once, from the same lives.
+TEST_F(AvailabilityStoreTest, RefitFitsAChainPerGangSizeInUseFromOverlappingLives) {
+  for (const char* n : {"a", "b"}) Register(n);
+  // Minutes ago: a 120-60, b 105-75. One at a time: up 120-60 (20 ticks), then down 60
+  // to now (20 ticks). Both at once: up 105-75 (10 ticks, b's lapse ends it), then down
+  // until two are alive again, 75 to now (25 ticks).
+  Lived("a", 120, 60);
+  Lived("b", 105, 75);
+  ASSERT_TRUE(store_->RefitAvailability().ok());
+  EXPECT_TRUE(PoolNamed("spot").gang_availability.empty());  // no gang asks yet
+  SubmitRequest r;
+  r.spec.command = {"torchrun", "train.py"};
+  r.spec.nodes = 2;
+  r.spec.gpus = 8;
+  ASSERT_TRUE(store_->Submit(admin_, r).ok());
+  ASSERT_TRUE(store_->RefitAvailability().ok());
+  auto p = PoolNamed("spot");
+  ASSERT_NE(p.availability, nullptr);
+  EXPECT_DOUBLE_EQ(p.availability->ObservedTicks(), 40);
+  ASSERT_EQ(p.gang_availability.size(), 1u);
+  ASSERT_NE(p.gang_availability[2], nullptr);
+  const auto& g = *p.gang_availability[2];
+  EXPECT_DOUBLE_EQ(g.ObservedTicks(), 35);
+  EXPECT_DOUBLE_EQ(g.flip[g.State(true, 9)], 1);  // the pair's spell ended at age 9
+  EXPECT_DOUBLE_EQ(p.availability->flip[p.availability->State(true, 19)], 1);
+  // The snapshot carries it, the same object while no count changes.
+  auto snap = store_->LoadSnapshot({10, 10});
+  ASSERT_TRUE(snap.ok());
+  auto again = store_->LoadSnapshot({10, 10});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(snap->pools[0].gang_availability.count(2), 1u);
+  EXPECT_DOUBLE_EQ(snap->pools[0].gang_availability.at(2)->ObservedTicks(), 35);
+  EXPECT_EQ(snap->pools[0].gang_availability.at(2), again->pools[0].gang_availability.at(2));
+}
+
 TEST_F(AvailabilityStoreTest, RefitOfTenThousandLivesCountsEveryTick) {
   // Node i lived 30 min (10 ticks) then the pool had none for 12 min (4 ticks): a 42-minute
   // cycle, the last one ending now. 10,000 x 14 = 140,000 ticks; every up spell ended, every
