@@ -40,14 +40,24 @@ class RoomCache {
     }
     if (*slot < 0) {
       int e = OptionEntry(o);
-      *slot = OptionIsNew(o)
-                  ? cap_.NewCapacity(e) / cap_.NewGpusFor(e, gpus, nodes) * gpus
-                  : cap_.Usable(e, gpus, multi_, nodes);
+      *slot = OptionIsNew(o) ? NewRoom(e, gpus, nodes) : cap_.Usable(e, gpus, multi_, nodes);
     }
     return *slot;
   }
 
  private:
+  // GPUs of whole gangs the pool's growth can host: the first gang of a multi-node shape
+  // holds the live nodes that fit a part (Capacity::HoldParts) and needs new nodes only
+  // for the rest, so a pool capped near one gang's size still has room for it.
+  int NewRoom(int e, int gpus, int nodes) const {
+    const int all = cap_.NewGpusFor(e, gpus, nodes);
+    if (all <= 0) return 0;
+    const int grow = cap_.NewCapacity(e);
+    const int first = cap_.NewGpusFor(e, gpus, nodes, cap_.PartsFree(e, gpus, nodes));
+    if (first >= all) return grow / all * gpus;
+    return grow < first ? 0 : (1 + (grow - first) / all) * gpus;
+  }
+
   static constexpr int kSmall = 33;
   const Capacity& cap_;
   bool multi_;
@@ -172,6 +182,20 @@ void ConsiderWaiting(const JobOptions& opts, const Capacity& cap, Timestamp now,
   p.unplaced = rx + (best - rx) * urgency;
 }
 
+// The job waits for new nodes of entry e, if the pool can grow by what it lacks: a gang
+// holds the live nodes that fit a part and asks only for the rest (Capacity::HoldParts).
+bool GrowFor(Capacity& cap, int e, const Work& work, JobResult& res) {
+  const int held = cap.PartsFree(e, work.gpus, work.nodes);
+  const int need = cap.NewGpusFor(e, work.gpus, work.nodes, held);
+  if (cap.NewCapacity(e) < need) return false;
+  cap.UseNew(e, need);
+  cap.HoldParts(e, work.gpus, work.nodes, held);
+  res.outcome = PlacementOutcome::kNewNode;
+  res.new_gpus = need;
+  res.held_parts = held;
+  return true;
+}
+
 }  // namespace
 
 void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacity& cap,
@@ -214,6 +238,16 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     if (best_o < 0) {
       // Nothing has room: not a choice to wait, but blocked (and a preemption candidate).
       res.outcome = PlacementOutcome::kNoCapacity;
+      continue;
+    }
+    // A gang whose best is to grow a pool where some of its parts fit live nodes takes
+    // them now: in the flow they are live GPUs any job may take, and the gang's new-node
+    // bin would be short by what they hold.
+    if (work.nodes > 1 && OptionIsNew(best_o) &&
+        cap.PartsFree(OptionEntry(best_o), work.gpus, work.nodes) > 0 &&
+        GrowFor(cap, OptionEntry(best_o), work, res)) {
+      res.option = best_o;
+      res.alt_option = best_o;
       continue;
     }
     if (shut_o >= 0 && cheapest_shut < best) {
@@ -328,15 +362,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
     int e = OptionEntry(o);
     JobResult& res = results[p.job];
     if (OptionIsNew(o)) {
-      // A gang holds the live nodes that fit a part and asks only for the rest (HoldParts).
-      const int held = cap.PartsFree(e, work.gpus, work.nodes);
-      const int need = cap.NewGpusFor(e, work.gpus, work.nodes, held);
-      if (cap.NewCapacity(e) < need) return false;
-      cap.UseNew(e, need);
-      cap.HoldParts(e, work.gpus, work.nodes, held);
-      res.outcome = PlacementOutcome::kNewNode;
-      res.new_gpus = need;
-      res.held_parts = held;
+      if (!GrowFor(cap, e, work, res)) return false;
     } else {
       res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes, StayOn(p.job, o));
       if (res.slices.empty()) return false;

@@ -28,6 +28,10 @@ std::optional<SpotDecision> SpotBook::Decide(const model::Pool& pool, const Spot
   model::Pool gang = pool;
   gang.availability = it->second;
   gang.preemption_prior_per_node_hour = pool.preemption_prior_per_node_hour * job.nodes;
+  // Where "all N up" stands now is not tracked: while the pool is up, its gang spell is
+  // read as fresh (age 0), as a pool with no evidence is; a pool that is down is down for
+  // a gang too, for at least as long.
+  if (gang.availability_now.up) gang.availability_now.spell_seconds = 0;
   return DecideOn(gang, job.nodes, job);
 }
 

@@ -102,8 +102,9 @@ class SpotBook {
   // table, a missing price) or its table is not solved yet (then it is queued).
   // A gang of N nodes (decision 0032) is decided with the pool's "all N up" chain
   // (Pool::gang_availability) and the admin's prior times N, as if its nodes were
-  // reclaimed independently until the evidence says how they are; with no chain fitted
-  // for its size yet, the controller does not apply.
+  // reclaimed independently until the evidence says how they are, its spell read as fresh
+  // while the pool is up (where "all N up" stands now is not tracked); with no chain
+  // fitted for its size yet, the controller does not apply.
   std::optional<SpotDecision> Decide(const model::Pool& pool, const SpotJob& job) const;
 
   // Solves queued tables (the engine's background thread), at most `max_tables` of them;

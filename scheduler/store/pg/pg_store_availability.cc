@@ -119,6 +119,16 @@ StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
                          {std::to_string(pool.id), model::AvailabilityToJson(fitted),
                           std::to_string(out.observed_ticks), std::to_string(out.elapsed_ms)})
                       .status());
+  // Sizes no job asks for any more are dropped: a gang of such a size later starts from
+  // the rules until the next refit, not from an old fit.
+  std::string in_use = "{";
+  for (const auto& [nodes, m] : gangs) in_use += (in_use.size() > 1 ? "," : "") + std::to_string(nodes);
+  in_use += "}";
+  RETURN_IF_ERROR(c.Exec("availability_drop_gang_fits",
+                         "DELETE FROM pool_gang_availability WHERE pool_id = $1"
+                         " AND nodes <> ALL ($2::int[])",
+                         {std::to_string(pool.id), in_use})
+                      .status());
   for (const auto& [nodes, m] : gangs) {
     RETURN_IF_ERROR(c.Exec("availability_write_gang_fit",
                            "INSERT INTO pool_gang_availability (pool_id, nodes, fitted_model,"

@@ -286,6 +286,16 @@ TEST_F(CostPolicyTest, AGangWaitingForNewNodesHoldsTheFirstOneFromSmallerJobs) {
             std::string::npos)
       << WaitReason(plan, 1);
 
+  // The same where the pool is capped at the gang's size (16 GPUs: 8 live, 8 starting):
+  // the gang still holds node 20; the small job finds no room at all.
+  s_.pools[0].max_gpus = 16;
+  plan = Decide();
+  EXPECT_TRUE(AssignmentsOf(plan, 2).empty());
+  EXPECT_TRUE(plan.node_releases.empty());
+  EXPECT_NE(WaitReason(plan, 1).find("holding 1 live node(s)"), std::string::npos)
+      << WaitReason(plan, 1);
+  s_.pools[0].max_gpus = 64;
+
   // Once the second node is up, the gang starts on both.
   s_.nodes.push_back(MakeNode(21, 2, 8));
   s_.pools[0].requested_gpus = 8;  // the small job's, still starting

@@ -204,7 +204,8 @@ TEST_F(AvailabilityStoreTest, RefitFitsAChainPerGangSizeInUseFromOverlappingLive
   r.spec.command = {"torchrun", "train.py"};
   r.spec.nodes = 2;
   r.spec.gpus = 8;
-  ASSERT_TRUE(store_->Submit(admin_, r).ok());
+  auto gang = store_->Submit(admin_, r);
+  ASSERT_TRUE(gang.ok());
   ASSERT_TRUE(store_->RefitAvailability().ok());
   auto p = PoolNamed("spot");
   ASSERT_NE(p.availability, nullptr);
@@ -223,6 +224,10 @@ TEST_F(AvailabilityStoreTest, RefitFitsAChainPerGangSizeInUseFromOverlappingLive
   ASSERT_EQ(snap->pools[0].gang_availability.count(2), 1u);
   EXPECT_DOUBLE_EQ(snap->pools[0].gang_availability.at(2)->ObservedTicks(), 35);
   EXPECT_EQ(snap->pools[0].gang_availability.at(2), again->pools[0].gang_availability.at(2));
+  // Once no job asks for the size, the next refit drops its fit.
+  ASSERT_TRUE(store_->CancelJob(gang->job.id, std::nullopt, "admin").ok());
+  ASSERT_TRUE(store_->RefitAvailability().ok());
+  EXPECT_TRUE(PoolNamed("spot").gang_availability.empty());
 }
 
 TEST_F(AvailabilityStoreTest, RefitOfTenThousandLivesCountsEveryTick) {

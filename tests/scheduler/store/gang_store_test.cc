@@ -238,48 +238,76 @@ TEST_F(GangStoreTest, APartThatFailsStopsItsPeersAndTheGangRetriesOnceAllHaveEnd
 }
 
 // The ledger's wasted work for a gang (decision 0032): rank 0's checkpoint holds every
-// rank's state, so when the gang is reclaimed each part loses what it did since that
-// checkpoint, rank 1's crash when its peer vanished included. The parts are billed once the
-// last has ended, when the gang's end is known.
-TEST_F(GangStoreTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) {
-  auto r1 = Register("n1"), r2 = Register("n2");
-  model::JobId job = SubmitGang(2, 4);
-  ASSERT_EQ(store_->ApplyPlan(Decide())->started, 1);
-  ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/true);
-  auto& [o0, reg0] = by_rank[0];
-  auto& [o1, reg1] = by_rank[1];
-  CheckpointReport ck{o0.attempt_id, reg0.lease_epoch, 5, 0.5, "file:///ck/5", 10};
-  ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(o0.attempt_id)).ok());
-  // Rank 0's node is reclaimed: it stops on its own. Not billed while rank 1 runs.
-  ASSERT_TRUE(store_->FinishAttempt(o0.attempt_id, reg0.lease_epoch, Outcome::kPreempted,
-                                    std::nullopt, AuthOf(o0.attempt_id))
-                  .ok());
-  EXPECT_EQ(Billed(job), 0);
-  // Rank 1's program crashes when its peer goes.
-  ASSERT_TRUE(store_->FinishAttempt(o1.attempt_id, reg1.lease_epoch, Outcome::kFailed, 1,
-                                    AuthOf(o1.attempt_id))
-                  .ok());
-  EXPECT_EQ(State(job), model::JobState::kPending);
-  EXPECT_EQ(Billed(job), 2);
-  // One lost-work entry per part, each from the gang's checkpoint to the part's end.
-  EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries l JOIN attempts a ON a.id ="
-                  " l.attempt_id WHERE l.kind = 'lost_work' AND l.ended_at = a.ended_at"
-                  " AND l.started_at = (SELECT max(created_at) FROM checkpoints WHERE"
-                  " job_id = a.job_id) AND l.started_at > a.started_at AND l.job_id = " +
-                  std::to_string(job)),
-            2);
-  EXPECT_EQ(LostEntries(job), 2);
-  // The dashboard's interruptions list both parts: the crashed rank's loss is the gang's.
-  auto recent = store_->RecentInterruptions(std::nullopt, 20);
-  ASSERT_TRUE(recent.ok());
-  std::map<std::string, const Interruption*> by_reason;
-  for (const auto& x : *recent)
-    if (x.job == job) by_reason[x.reason] = &x;
+// rank's state, so when the gang is reclaimed (or preempted) each part loses what it did
+// since that checkpoint, rank 1's crash when its peer vanished included. The parts are
+// billed once the last has ended, when the gang's end is known. The dashboard's
+// interruptions list both parts, the crashed rank with the gang's cause.
+class GangLossTest : public GangStoreTest {
+ protected:
+  // Starts a 2-node gang, checkpoints, stops rank 0 (a reclaim; with `stop_kind`, the
+  // scheduler's stop order of that kind) and crashes rank 1; checks the ledger and returns
+  // the job's interruptions by end reason.
+  std::map<std::string, Interruption> StopRankZeroThenRankOneCrashes(
+      const std::string& stop_kind) {
+    auto r1 = Register("n1"), r2 = Register("n2");
+    model::JobId job = SubmitGang(2, 4);
+    EXPECT_EQ(store_->ApplyPlan(Decide())->started, 1);
+    ByRank by_rank = PartsOnTwoNodes(r1, r2, /*ack=*/true);
+    auto& [o0, reg0] = by_rank[0];
+    auto& [o1, reg1] = by_rank[1];
+    CheckpointReport ck{o0.attempt_id, reg0.lease_epoch, 5, 0.5, "file:///ck/5", 10};
+    EXPECT_TRUE(store_->CommitCheckpoint(ck, AuthOf(o0.attempt_id)).ok());
+    if (!stop_kind.empty()) {
+      auto conn = PgConn::Connect(conninfo_);
+      EXPECT_TRUE(conn.ok() && (*conn)->Exec("order_stop", "UPDATE attempts SET stop_reason ="
+                                             " 'preempted', stop_kind = $2 WHERE id = $1",
+                                             {std::to_string(o0.attempt_id), stop_kind})
+                                   .ok());
+    }
+    // Rank 0 stops. Not billed while rank 1 runs.
+    EXPECT_TRUE(store_->FinishAttempt(o0.attempt_id, reg0.lease_epoch, Outcome::kPreempted,
+                                      std::nullopt, AuthOf(o0.attempt_id))
+                    .ok());
+    EXPECT_EQ(Billed(job), 0);
+    // Rank 1's program crashes when its peer goes.
+    EXPECT_TRUE(store_->FinishAttempt(o1.attempt_id, reg1.lease_epoch, Outcome::kFailed, 1,
+                                      AuthOf(o1.attempt_id))
+                    .ok());
+    EXPECT_EQ(State(job), model::JobState::kPending);
+    EXPECT_EQ(Billed(job), 2);
+    // One lost-work entry per part, each from the gang's checkpoint to the part's end.
+    EXPECT_EQ(Count("SELECT count(*) FROM ledger_entries l JOIN attempts a ON a.id ="
+                    " l.attempt_id WHERE l.kind = 'lost_work' AND l.ended_at = a.ended_at"
+                    " AND l.started_at = (SELECT max(created_at) FROM checkpoints WHERE"
+                    " job_id = a.job_id) AND l.started_at > a.started_at AND l.job_id = " +
+                    std::to_string(job)),
+              2);
+    EXPECT_EQ(LostEntries(job), 2);
+    std::map<std::string, Interruption> by_reason;
+    auto recent = store_->RecentInterruptions(std::nullopt, 20);
+    EXPECT_TRUE(recent.ok());
+    if (recent.ok())
+      for (const auto& x : *recent)
+        if (x.job == job) by_reason[x.reason] = x;
+    return by_reason;
+  }
+};
+
+TEST_F(GangLossTest, AReclaimedGangLosesEachPartsWorkSinceRankZerosCheckpoint) {
+  auto by_reason = StopRankZeroThenRankOneCrashes("");
   ASSERT_EQ(by_reason.size(), 2u);
   ASSERT_TRUE(by_reason.count("preempted") && by_reason.count("failed"));
-  EXPECT_GT(by_reason["failed"]->lost, 0);
-  EXPECT_EQ(by_reason["failed"]->cause, by_reason["preempted"]->cause);
-  EXPECT_EQ(by_reason["failed"]->attempt, by_reason["preempted"]->attempt);
+  EXPECT_GT(by_reason["failed"].lost, 0);
+  EXPECT_EQ(by_reason["failed"].cause, "node");
+  EXPECT_EQ(by_reason["failed"].attempt, by_reason["preempted"].attempt);
+}
+
+TEST_F(GangLossTest, APreemptedGangsCrashedRankShowsTheGangsCause) {
+  auto by_reason = StopRankZeroThenRankOneCrashes("priority_preemption");
+  ASSERT_EQ(by_reason.size(), 2u);
+  EXPECT_EQ(by_reason["preempted"].cause, "priority");
+  EXPECT_EQ(by_reason["failed"].cause, "priority");  // the gang's, not its own (none)
+  EXPECT_GT(by_reason["failed"].lost, 0);
 }
 
 TEST_F(GangStoreTest, ALostNodeRequeuesTheGangOnlyAfterItsOtherPartStopped) {
