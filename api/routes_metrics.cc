@@ -66,7 +66,9 @@ void AddPoolFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
                        "GPUs of a pool paid for now: a reserved pool's committed_gpus or its "
                        "registered nodes' GPUs; other pools: their live and draining nodes'.",
                        {"pool", "capacity_kind"});
-  auto& nodes = r.Gauge("frugal_pool_nodes", "Nodes of a pool that hold capacity, by state.",
+  auto& nodes = r.Gauge("frugal_pool_nodes",
+                        "Nodes of a pool that hold capacity, by state (live, draining); idle "
+                        "ones (live, running nothing) are also counted as idle.",
                         {"pool", "state"});
   for (const auto& p : m.pools) {
     max.Set({p.pool, p.capacity_kind}, static_cast<double>(p.max_gpus));
@@ -75,6 +77,7 @@ void AddPoolFamilies(metrics::Registry& r, const store::StoreMetrics& m) {
     paid.Set({p.pool, p.capacity_kind}, static_cast<double>(p.paid_gpus));
     nodes.Set({p.pool, "live"}, static_cast<double>(p.live_nodes));
     nodes.Set({p.pool, "draining"}, static_cast<double>(p.draining_nodes));
+    nodes.Set({p.pool, "idle"}, static_cast<double>(p.idle_nodes));
   }
 }
 

@@ -43,6 +43,9 @@ unset token
 args=(--url "$url" --pool "$pool" --node "$node" --gpus "$gpus" --work-dir /var/lib/frugal-worker)
 [[ -z $checkpoint_root ]] || args+=(--checkpoint-root "$checkpoint_root")
 [[ -z $notice_url ]] || args+=(--notice-url "$notice_url" --notice-format "$notice_format")
+# A multi-node gang's peers reach rank 0 at this address: the primary private IP.
+addr=$(hostname -I 2>/dev/null | awk '{print $1}')
+[[ -z $addr ]] || args+=(--advertise-address "$addr")
 # The worker reads its token from FRUGAL_WORKER_TOKEN (flags show in ps).
 cat >/etc/frugal/start-worker <<'START'
 #!/usr/bin/env bash

@@ -41,6 +41,7 @@ struct StoreMetrics {
     // Paid for now: a reserved pool's committed_gpus, else the GPUs of its registered
     // nodes (lost ones too: a reserved machine is paid while down); other pools: allocated.
     std::int64_t paid_gpus = 0;
+    std::int64_t idle_nodes = 0;  // live, not drained, running nothing (some of live_nodes)
   };
   // Money by team and pool: everything billed plus running attempts up to now (the same
   // function as GET /v1/reports/cost), lost work, and the rate of running attempts.

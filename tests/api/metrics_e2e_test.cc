@@ -210,6 +210,7 @@ TEST_F(MetricsE2eTest, PoolAttemptAndSpendFiguresFollowAnAttempt) {
   const std::int64_t epoch = reg.body["lease_epoch"].get<std::int64_t>();
   const std::string worker = reg.body["node_credential"].get<std::string>();
   const std::string token = sched_->NewToken("mw", "carol");
+  EXPECT_EQ(Scrape().Sum("frugal_pool_nodes", {{"pool", "m-pool"}, {"state", "idle"}}), 1);
   auto job = sched_->Call("POST", "/v1/jobs", token,
                           json{{"command", {"train"}}, {"gpus", 2}, {"gpu_types", {"m-gpu"}}}.dump());
   ASSERT_EQ(job.status, 201) << job.raw;
@@ -220,6 +221,7 @@ TEST_F(MetricsE2eTest, PoolAttemptAndSpendFiguresFollowAnAttempt) {
   EXPECT_EQ(m.Sum("frugal_pool_allocated_gpus", {{"pool", "m-pool"}}), 4);
   EXPECT_EQ(m.Sum("frugal_pool_max_gpus", {{"pool", "m-pool"}, {"capacity_kind", "reserved"}}), 8);
   EXPECT_EQ(m.Sum("frugal_pool_nodes", {{"pool", "m-pool"}, {"state", "live"}}), 1);
+  EXPECT_EQ(m.Sum("frugal_pool_nodes", {{"pool", "m-pool"}, {"state", "idle"}}), 0);
   EXPECT_EQ(m.Sum("frugal_attempts_started_total", {{"pool", "m-pool"}}), 1);
   EXPECT_EQ(m.Sum("frugal_queue_jobs", {{"team", "mw"}, {"state", "running"}}), 1);
   EXPECT_EQ(m.Sum("frugal_spend_rate_dollars_per_hour", {{"team", "mw"}, {"pool", "m-pool"}}), 4);

@@ -88,7 +88,13 @@ TEST_F(GangE2eTest, AGangStartsWholeAndAReclaimOfOneNodeRequeuesAndResumesItWhol
   EXPECT_NE(first.at(0), first.at(1));
   ASSERT_TRUE(CreatePool(*sched_, PoolBody("ondemand", "on_demand", "2.00", 8)));
   // The cloud reclaims rank 0's node, with notice: rank 0 checkpoints and stops, rank 1
-  // loses its peer, and the gang requeues as a whole.
+  // loses its peer, and the gang requeues as a whole. A cloud's reclaimed instance never
+  // comes back, but a local node does, under its name, a second later: drained first, it
+  // takes nothing new, so the gang resumes whole on two other nodes (the on-demand ones).
+  ASSERT_EQ(sched_->Call("POST", "/v1/admin/nodes/" + first.at(0) + "/drain",
+                         sched_->admin_token())
+                .status,
+            200);
   std::ofstream(sched_->state_dir() + "/local/" + first.at(0) + "/notice") << "reclaim\n";
   ASSERT_TRUE(WaitFor([&] { return Job(job)["state"] == "succeeded"; }, std::chrono::seconds(150)))
       << Job(job).dump(2) << Logs(job);
@@ -108,6 +114,9 @@ TEST_F(GangE2eTest, AGangStartsWholeAndAReclaimOfOneNodeRequeuesAndResumesItWhol
     ASSERT_EQ(nodes.size(), 2u) << "attempt " << n << ": both ranks, together";
     EXPECT_NE(nodes.at(0), nodes.at(1)) << "attempt " << n;
   }
+  for (const auto& [rank, node] : NodesOf(j, last))
+    EXPECT_TRUE(node != first.at(0) && node != first.at(1))
+        << "resumed on " << node << ", a node of the first attempt";
   // The reclaim was no failure of the job's: rank 1's crash when its peer went is explained
   // by rank 0's reclaim, so the gang requeued as preempted, not as a failure to retry.
   std::string moves;

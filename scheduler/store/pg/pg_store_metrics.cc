@@ -34,7 +34,12 @@ constexpr const char* kPoolUse =
     "   AND n.drained_at IS NULL),"
     " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND (n.state = 'draining'"
     "   OR (n.state = 'live' AND n.drained_at IS NOT NULL))),"
-    " " FRUGAL_PAID_GPUS("p") " FROM pools p ORDER BY p.name";
+    " " FRUGAL_PAID_GPUS("p") ","
+    // Idle: live, not drained, running nothing (paid for and unused on a billed pool).
+    " (SELECT count(*) FROM nodes n WHERE n.pool_id = p.id AND n.state = 'live'"
+    "   AND n.drained_at IS NULL AND NOT EXISTS (SELECT 1 FROM attempts a"
+    "   WHERE a.node_id = n.id AND a.ended_at IS NULL))"
+    " FROM pools p ORDER BY p.name";
 
 // The ledger plus unbilled attempts up to now, priced by the same F as the cost report;
 // the rate is what running attempts cost per hour at their pool's price.
@@ -119,7 +124,8 @@ StatusOr<StoreMetrics> PgStore::LoadMetrics() {
     ASSIGN_OR_RETURN(auto pools, c.Exec("metrics_pools", kPoolUse));
     for (int i = 0; i < pools.rows(); ++i) {
       m.pools.push_back({pools.Text(i, 0), pools.Text(i, 1), pools.Int(i, 2), pools.Int(i, 3),
-                         pools.Int(i, 4), pools.Int(i, 5), pools.Int(i, 6), pools.Int(i, 7)});
+                         pools.Int(i, 4), pools.Int(i, 5), pools.Int(i, 6), pools.Int(i, 7),
+                         pools.Int(i, 8)});
     }
     ASSIGN_OR_RETURN(auto spend, c.Exec("metrics_spend", kSpend));
     for (int i = 0; i < spend.rows(); ++i) {
