@@ -57,11 +57,24 @@ StatusOr<PoolRow> FindPool(PgConn& c, const std::string& name) {
 // Gang sizes fitted per pool at most: the smallest sizes that jobs not yet ended ask for.
 constexpr int kMaxGangModels = 8;
 
+// The gang sizes jobs not yet ended ask for (decision 0032), the smallest first: one read
+// of the jobs per refit, shared by every pool.
+StatusOr<std::vector<int>> GangSizesInUse(PgConn& c) {
+  ASSIGN_OR_RETURN(auto r, c.Exec("availability_gang_sizes",
+                                  "SELECT DISTINCT nodes FROM jobs WHERE nodes > 1 AND state"
+                                  " IN ('pending', 'held', 'running') ORDER BY nodes LIMIT $1",
+                                  {std::to_string(kMaxGangModels)}));
+  std::vector<int> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(static_cast<int>(r.Int(i, 0)));
+  return out;
+}
+
 // Reads the pool's node lives, adds their spells to its imported counts and writes the
-// result as its fitted model, and a model per gang size in use from the same lives (no
-// import: a series says whether one instance could be had), all in the caller's
-// transaction. Times are the database's.
-StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
+// result as its fitted model, and a model per gang size of `gang_sizes` from the same
+// lives (no import: a series says whether one instance could be had), all in the
+// caller's transaction. Times are the database's.
+StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool,
+                                  const std::vector<int>& gang_sizes) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(auto r, c.Exec("availability_lives",
                                   "SELECT extract(epoch from n.registered_at), extract(epoch from "
@@ -96,13 +109,8 @@ StatusOr<RefitResult> RefitPoolTx(PgConn& c, const PoolRow& pool) {
   AddCounts(fitted, observed);
   RefitResult out{pool.name, static_cast<int>(lives.size()), observed.ObservedTicks(), 0};
   // Each gang size in use (decision 0032): the same lives, up while that many overlap.
-  ASSIGN_OR_RETURN(auto sizes, c.Exec("availability_gang_sizes",
-                                      "SELECT DISTINCT nodes FROM jobs WHERE nodes > 1 AND state"
-                                      " IN ('pending', 'held', 'running') ORDER BY nodes LIMIT $1",
-                                      {std::to_string(kMaxGangModels)}));
   std::vector<std::pair<int, model::AvailabilityModel>> gangs;
-  for (int i = 0; i < sizes.rows(); ++i) {
-    const int nodes = static_cast<int>(sizes.Int(i, 0));
+  for (const int nodes : gang_sizes) {
     model::AvailabilityModel m = EmptyModel();
     model::AddSpells(model::SpellsFromLives(lives, now.Double(0, 0), stockouts, nodes), m);
     gangs.emplace_back(nodes, std::move(m));
@@ -207,7 +215,8 @@ StatusOr<PoolAvailability> PgStore::ImportAvailability(const Principal& actor,
     RETURN_IF_ERROR(pg::AppendAudit(c, actor, "pool.availability_import", "pool/" + pool, before,
                                     {{"source", source}, {"ticks", ticks}}));
     // Usable at once: the policy need not wait for the next background refit.
-    RETURN_IF_ERROR(RefitPoolTx(c, p).status());
+    ASSIGN_OR_RETURN(auto sizes, GangSizesInUse(c));
+    RETURN_IF_ERROR(RefitPoolTx(c, p, sizes).status());
     return GetAvailabilityTx(c, p);
   });
 }
@@ -220,22 +229,26 @@ StatusOr<PoolAvailability> PgStore::GetAvailability(const std::string& pool) {
 }
 
 StatusOr<std::vector<RefitResult>> PgStore::RefitAvailability() {
-  ASSIGN_OR_RETURN(auto pools, InTransaction<std::vector<PoolRow>>(
-                                   pool_, [](PgConn& c) -> StatusOr<std::vector<PoolRow>> {
-                                     ASSIGN_OR_RETURN(auto r, c.Exec("availability_spot_pools",
-                                                                     "SELECT id, name FROM pools"
-                                                                     " WHERE capacity_kind ="
-                                                                     " 'spot' ORDER BY id"));
-                                     std::vector<PoolRow> out;
-                                     for (int i = 0; i < r.rows(); ++i)
-                                       out.push_back({r.Int(i, 0), r.Text(i, 1), true});
-                                     return out;
-                                   }));
+  struct Work {
+    std::vector<PoolRow> pools;
+    std::vector<int> gang_sizes;
+  };
+  ASSIGN_OR_RETURN(auto work, InTransaction<Work>(pool_, [](PgConn& c) -> StatusOr<Work> {
+                     ASSIGN_OR_RETURN(auto r, c.Exec("availability_spot_pools",
+                                                     "SELECT id, name FROM pools WHERE"
+                                                     " capacity_kind = 'spot' ORDER BY id"));
+                     Work w;
+                     for (int i = 0; i < r.rows(); ++i)
+                       w.pools.push_back({r.Int(i, 0), r.Text(i, 1), true});
+                     ASSIGN_OR_RETURN(w.gang_sizes, GangSizesInUse(c));
+                     return w;
+                   }));
   std::vector<RefitResult> out;
-  for (const auto& p : pools) {
+  for (const auto& p : work.pools) {
     // One transaction per pool: a large pool does not hold the others' rows.
-    ASSIGN_OR_RETURN(auto res, InTransaction<RefitResult>(
-                                   pool_, [&](PgConn& c) { return RefitPoolTx(c, p); }));
+    ASSIGN_OR_RETURN(auto res, InTransaction<RefitResult>(pool_, [&](PgConn& c) {
+                       return RefitPoolTx(c, p, work.gang_sizes);
+                     }));
     out.push_back(std::move(res));
   }
   return out;
