@@ -96,7 +96,7 @@ StatusOr<json> ParseObject(const std::string& body) {
   return j;
 }
 
-StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
+StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!KnownSubmitFields().count(it.key())) {
       return InvalidArgument("unknown field '" + KeyPrefix(it.key()) + "'", KeyPrefix(it.key()));
@@ -203,13 +203,7 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now) {
     ASSIGN_OR_RETURN(auto text, GetString(body["deadline"], "deadline", 64));
     auto t = ParseRfc3339(text);
     if (!t.ok()) return Bad("deadline", t.status().message());
-    Timestamp earliest = now + s.estimate.value_or(Seconds(0));
-    if (*t <= earliest) {
-      return FailedPrecondition("deadline: " + text + " cannot be met; the earliest feasible deadline is " +
-                                    FormatRfc3339(std::chrono::time_point_cast<Seconds>(earliest) + Seconds(1)),
-                                "deadline");
-    }
-    s.deadline = *t;
+    s.deadline = *t;  // whether it can be met is admission's (service::CheckDeadline)
   }
   return s;
 }

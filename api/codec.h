@@ -20,9 +20,9 @@ using nlohmann::json;
 StatusOr<json> ParseObject(const std::string& body);
 
 // Validates a submit request. Unknown fields, wrong types and out-of-range values are
-// InvalidArgument; a deadline already past (or closer than the estimate) is
-// FailedPrecondition with the earliest feasible time.
-StatusOr<model::JobSpec> DecodeJobSpec(const json& body, Timestamp now);
+// InvalidArgument. Whether a deadline can still be met is admission's to say, in database
+// time (service::CheckDeadline), not the decoder's.
+StatusOr<model::JobSpec> DecodeJobSpec(const json& body);
 
 json EncodeJob(const model::Job& job);
 json EncodeJobDetail(const store::JobDetail& detail);

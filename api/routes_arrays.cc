@@ -77,7 +77,7 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
     return InvalidArgument("an array has at most " + std::to_string(store::kMaxArrayTasks) +
                                " tasks; first..last by step gives " + std::to_string(count),
                            "last");
-  auto spec = DecodeJobSpec(body["job"], ctx.clock.Now());
+  auto spec = DecodeJobSpec(body["job"]);
   if (!spec.ok())
     return Status(spec.status().code(), "job: " + spec.status().message(),
                   spec.status().field().empty() ? "job" : "job." + spec.status().field());
@@ -92,7 +92,7 @@ StatusOr<Reply> SubmitArray(Context& ctx, const httplib::Request& req, const sto
     ar.task.idempotency_key = key;
   }
   ar.task.request_sha256 = Sha256Hex(canonical);
-  ASSIGN_OR_RETURN(auto submitted, ctx.submit.SubmitArray(who, std::move(ar), ctx.clock.Now()));
+  ASSIGN_OR_RETURN(auto submitted, ctx.submit.SubmitArray(who, std::move(ar)));
   const store::ArrayResult& result = submitted.result;
   const policy::Quote& quote = submitted.quote;
   json out = EncodeArray(result.array);

@@ -110,7 +110,6 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
       return InvalidArgument("Idempotency-Key of a batch must be 1 to 240 characters of UTF-8 text",
                              "Idempotency-Key");
   }
-  const Timestamp now = ctx.clock.Now();
   std::vector<store::SubmitRequest> reqs(specs.size());
   ArrayDeps array_deps(ctx, who);  // after_arrays: one limit over the whole batch
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -123,7 +122,7 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
       after_arrays["after_arrays"] = item["after_arrays"];
       item.erase("after_arrays");
     }
-    auto spec = DecodeJobSpec(item, now);
+    auto spec = DecodeJobSpec(item);
     if (!spec.ok()) return AtItem(spec.status(), i);
     r.spec = *std::move(spec);
     if (Status st = array_deps.Take(after_arrays, r.spec); !st.ok()) return AtItem(st, i);
@@ -134,7 +133,7 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
   }
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::size_t refused = kNone;
-  auto batch = ctx.submit.SubmitBatch(who, std::move(reqs), now, &refused);
+  auto batch = ctx.submit.SubmitBatch(who, std::move(reqs), &refused);
   if (!batch.ok()) {
     // An admission refusal names its item; the store's errors name theirs themselves.
     return refused == kNone ? batch.status() : AtItem(batch.status(), refused);
@@ -210,20 +209,20 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              body.erase("after_arrays");
            }
            store::SubmitRequest sr;
-           ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body, ctx.clock.Now()));
+           ASSIGN_OR_RETURN(sr.spec, DecodeJobSpec(body));
            ArrayDeps array_deps(ctx, *who);
            RETURN_IF_ERROR(array_deps.Take(after_arrays, sr.spec));
            if (dry_run) {
              // The plan without the job: where it would go, what it would cost, by when.
-             ASSIGN_OR_RETURN(auto quote, ctx.submit.DryRun(sr, ctx.clock.Now()));
+             ASSIGN_OR_RETURN(auto dry, ctx.submit.DryRun(sr));
              model::Job job;
              job.spec = sr.spec;
              job.team = who->team;
              job.user = who->user;
-             job.created_at = job.updated_at = ctx.clock.Now();
+             job.created_at = job.updated_at = dry.admitted_at;
              json j = EncodeJob(job);
              j.erase("id");
-             return Reply{200, {{"dry_run", true}, {"job", j}, {"quote", EncodeQuote(quote)}}};
+             return Reply{200, {{"dry_run", true}, {"job", j}, {"quote", EncodeQuote(dry.quote)}}};
            }
            if (req.has_header("Idempotency-Key")) {
              std::string key = req.get_header_value("Idempotency-Key");
@@ -234,7 +233,7 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              sr.idempotency_key = key;
            }
            sr.request_sha256 = Sha256Hex(canonical);
-           ASSIGN_OR_RETURN(auto submitted, ctx.submit.Submit(*who, std::move(sr), ctx.clock.Now()));
+           ASSIGN_OR_RETURN(auto submitted, ctx.submit.Submit(*who, std::move(sr)));
            const store::SubmitResult& result = submitted.result;
            json outlook = json::object();
            EncodeOutlook(submitted.quote, submitted.budget, outlook);

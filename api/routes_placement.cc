@@ -84,7 +84,7 @@ void RegisterPlacementRoutes(Router& s, Context& ctx) {
             out["last_attempt"] = {{"node", a.node}, {"pool", a.pool}, {"number", a.number}};
           }
           if (detail.job.state == model::JobState::kPending) {
-            ASSIGN_OR_RETURN(auto why, ctx.advisor.Explain(id, 100000));
+            ASSIGN_OR_RETURN(auto why, ctx.advisor.Explain(id));
             out["higher_priority_pending"] = why.higher_pending;
             out["same_priority_pending"] = why.same_class_pending;
             if (why.factors) {

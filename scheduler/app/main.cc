@@ -105,9 +105,9 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
   frugal::policy::PolicyConfig policy_config;
   // A job asks for nodes to span them (multi_node_gangs, on): one that did not is never
-  // spread, since its program would not know its rank (decision 0032).
+  // spread (spread_large_jobs, off by default), since its program would not know its rank
+  // (decision 0032).
   policy_config.multi_node_gangs = true;
-  policy_config.spread_large_jobs = false;
   auto policy = frugal::policy::MakePolicy(cfg.policy, policy_config);
   if (!policy.ok()) return Fail(policy.status());
 
@@ -164,7 +164,9 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (auto* cost = dynamic_cast<const frugal::policy::CostPolicy*>(policy->get()))
     spot_book = cost->spot_book();
   frugal::engine::SpotSolver spot_solver(spot_book, std::chrono::milliseconds(500));
-  frugal::service::Advisor advisor(store, policy_config, spot_book.get());
+  // `why` ranks a job among the pending jobs a full cycle reads.
+  frugal::service::Advisor advisor(store, policy_config, spot_book.get(),
+                                   {cfg.max_pending_per_cycle, cfg.max_pending_per_team});
   frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
                                  cfg.db_pool_size, &store});

@@ -53,9 +53,10 @@ struct PolicyConfig {
   // of one pool at once; false leaves such jobs waiting.
   bool multi_node_gangs = true;
   // A single-node job larger than any node of a pool may be spread unevenly over its nodes.
-  // The simulator's trace jobs are; production never does it (the job did not ask for
-  // nodes, and its program would not know its rank).
-  bool spread_large_jobs = true;
+  // Off, as the scheduler runs: the job did not ask for nodes, and its program would not
+  // know its rank. The simulator's trace jobs (bench/sim/single_runs.cc) turn it on: their
+  // jobs are GPU counts from cluster traces, with no node shape.
+  bool spread_large_jobs = false;
   // Reserved capacity is already paid for: its marginal cost is its price times this
   // (not 0, so that among reserved pools the cheaper-per-work one still wins).
   double reserved_cost_weight = 0.001;

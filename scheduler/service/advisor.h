@@ -27,20 +27,29 @@ struct Why {
   std::string on_demand_pool;
 };
 
+// Quotes made against one reading of the pools, at the database's time of that reading.
+struct Quotes {
+  Timestamp now{};
+  std::vector<policy::Quote> quotes;  // in the order of the specs asked about
+};
+
 class Advisor {
  public:
   // `book`: the learned spot controller's tables (may be null; must outlive the advisor).
+  // `window`: the pending jobs the engine's full cycle reads (EngineOptions::pending), so
+  // `why` ranks a job among the jobs the engine itself weighs.
   Advisor(store::JobStore& store, policy::PolicyConfig config,
-          const policy::SpotBook* book = nullptr)
-      : store_(store), config_(std::move(config)), book_(book) {}
+          const policy::SpotBook* book = nullptr, store::PendingWindow window = {})
+      : store_(store), config_(std::move(config)), book_(book), window_(window) {}
 
-  // The quote for `spec` against the pools as they are now.
-  StatusOr<policy::Quote> Quote(const model::JobSpec& spec, Timestamp now) const;
-  // The quotes for `specs`, in order, against one reading of the pools (batch submit).
-  StatusOr<std::vector<policy::Quote>> QuoteAll(const std::vector<model::JobSpec>& specs,
-                                                Timestamp now) const;
-  // Priority factors and queue position of `job` in a fresh snapshot.
-  StatusOr<Why> Explain(model::JobId job, int max_pending) const;
+  // The quotes for `specs`, in order, against one reading of the pools and the database's
+  // now() (AdminStore::ReadPools): a batch is quoted against one state of the capacity.
+  StatusOr<Quotes> QuoteAll(const std::vector<model::JobSpec>& specs) const;
+  // Why `job` waits: its priority factors as the engine's cycle computes them (over the
+  // engine's window of pending jobs, with `job` added when the window does not reach it),
+  // how many pending jobs go before it (counted in the database, not in a snapshot), and
+  // its priced spot options. A job that is not pending gets an empty Why.
+  StatusOr<Why> Explain(model::JobId job) const;
 
   const policy::PolicyConfig& config() const { return config_; }
 
@@ -48,6 +57,7 @@ class Advisor {
   store::JobStore& store_;
   const policy::PolicyConfig config_;
   const policy::SpotBook* book_;
+  const store::PendingWindow window_;
 };
 
 }  // namespace frugal::service

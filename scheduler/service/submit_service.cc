@@ -14,9 +14,19 @@ Status CheckQuote(const model::JobSpec& spec, const policy::Quote& quote) {
   return Status::Ok();
 }
 
-StatusOr<std::vector<policy::Quote>> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs,
-                                                          Timestamp now, bool check,
-                                                          std::size_t* refused) const {
+Status CheckDeadline(const model::JobSpec& spec, Timestamp now) {
+  if (!spec.deadline) return Status::Ok();
+  const Timestamp earliest = now + spec.estimate.value_or(Seconds(0));
+  if (*spec.deadline > earliest) return Status::Ok();
+  return FailedPrecondition(
+      "deadline: " + FormatRfc3339(*spec.deadline) +
+          " cannot be met; the earliest feasible deadline is " +
+          FormatRfc3339(std::chrono::time_point_cast<Seconds>(earliest) + Seconds(1)),
+      "deadline");
+}
+
+StatusOr<Quotes> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs, bool check,
+                                      std::size_t* refused) const {
   ASSIGN_OR_RETURN(const model::GuardrailSettings settings, store_.GetGuardrails());
   std::vector<model::JobSpec> specs;
   specs.reserve(reqs.size());
@@ -30,10 +40,16 @@ StatusOr<std::vector<policy::Quote>> SubmitService::Admit(std::vector<store::Sub
     reqs[i].approval_reason = policy::ApprovalReason(reqs[i].spec, settings);
     specs.push_back(reqs[i].spec);
   }
-  ASSIGN_OR_RETURN(auto quotes, advisor_.QuoteAll(specs, now));
+  ASSIGN_OR_RETURN(auto quotes, advisor_.QuoteAll(specs));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (Status st = CheckDeadline(specs[i], quotes.now); !st.ok()) {
+      if (refused) *refused = i;
+      return st;
+    }
+  }
   if (!check) return quotes;
-  for (std::size_t i = 0; i < quotes.size(); ++i) {
-    if (Status st = CheckQuote(specs[i], quotes[i]); !st.ok()) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (Status st = CheckQuote(specs[i], quotes.quotes[i]); !st.ok()) {
       if (refused) *refused = i;
       return st;
     }
@@ -41,13 +57,14 @@ StatusOr<std::vector<policy::Quote>> SubmitService::Admit(std::vector<store::Sub
   return quotes;
 }
 
-StatusOr<Submitted> SubmitService::Submit(const store::Principal& who, store::SubmitRequest req,
-                                          Timestamp now) const {
+StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
+                                          store::SubmitRequest req) const {
   std::vector<store::SubmitRequest> one;
   one.push_back(std::move(req));
-  ASSIGN_OR_RETURN(auto quotes, Admit(one, now, true));
+  ASSIGN_OR_RETURN(auto quotes, Admit(one, true));
   Submitted out;
-  out.quote = std::move(quotes.front());
+  out.admitted_at = quotes.now;
+  out.quote = std::move(quotes.quotes.front());
   // Read before the job is stored, so the engine cannot have placed (and charged) it yet.
   if (auto st = store_.GetBudgetStatus(who.team, std::nullopt); st.ok()) out.budget = *st;
   ASSIGN_OR_RETURN(out.result, store_.Submit(who, one.front()));
@@ -59,20 +76,23 @@ StatusOr<Submitted> SubmitService::Submit(const store::Principal& who, store::Su
   return out;
 }
 
-StatusOr<policy::Quote> SubmitService::DryRun(store::SubmitRequest& req, Timestamp now) const {
+StatusOr<Submitted> SubmitService::DryRun(store::SubmitRequest& req) const {
   std::vector<store::SubmitRequest> one;
   one.push_back(req);
-  ASSIGN_OR_RETURN(auto quotes, Admit(one, now, false));
+  ASSIGN_OR_RETURN(auto quotes, Admit(one, false));
   req = std::move(one.front());
-  return std::move(quotes.front());
+  Submitted out;
+  out.admitted_at = quotes.now;
+  out.quote = std::move(quotes.quotes.front());
+  return out;
 }
 
 StatusOr<BatchSubmitted> SubmitService::SubmitBatch(const store::Principal& who,
                                                     std::vector<store::SubmitRequest> reqs,
-                                                    Timestamp now, std::size_t* refused) const {
-  ASSIGN_OR_RETURN(auto quotes, Admit(reqs, now, true, refused));
+                                                    std::size_t* refused) const {
+  ASSIGN_OR_RETURN(auto quotes, Admit(reqs, true, refused));
   BatchSubmitted out;
-  for (const auto& q : quotes) {
+  for (const auto& q : quotes.quotes) {
     if (const auto* p = q.RecommendedPool()) out.expected_cost += p->expected_cost;
   }
   ASSIGN_OR_RETURN(out.items, store_.SubmitBatch(who, reqs));
@@ -87,13 +107,13 @@ StatusOr<BatchSubmitted> SubmitService::SubmitBatch(const store::Principal& who,
 }
 
 StatusOr<ArraySubmitted> SubmitService::SubmitArray(const store::Principal& who,
-                                                    store::ArrayRequest req, Timestamp now) const {
+                                                    store::ArrayRequest req) const {
   std::vector<store::SubmitRequest> one;
   one.push_back(std::move(req.task));
-  ASSIGN_OR_RETURN(auto quotes, Admit(one, now, true));
+  ASSIGN_OR_RETURN(auto quotes, Admit(one, true));
   req.task = std::move(one.front());
   ArraySubmitted out;
-  out.quote = std::move(quotes.front());
+  out.quote = std::move(quotes.quotes.front());
   ASSIGN_OR_RETURN(out.result, store_.SubmitArray(who, req));
   if (out.result.created) {
     spdlog::info(R"("event":"array_submitted","array_id":{},"team":"{}","tasks":{})",

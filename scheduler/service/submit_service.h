@@ -2,7 +2,10 @@
 // between decoding a request and encoding the reply. The routes decode, call one method
 // here, and encode; the rules live here and in the pure policy code they call.
 //
-// Admission, in order, on one reading of the guardrail settings and one of the pools:
+// Admission, in order, on one reading of the guardrail settings and one of the pools, at
+// the database's now() of that reading (the clock the engine decides by):
+//  0. a deadline must leave room for the estimate: FailedPrecondition, field deadline,
+//     naming the earliest feasible deadline;
 //  1. the guardrails: the priority class's max_runtime default and maximum
 //     (FailedPrecondition, field max_runtime_seconds, above it) and the approval hold for big
 //     premium requests (policy/guardrails.h);
@@ -32,6 +35,7 @@ namespace frugal::service {
 
 struct Submitted {
   store::SubmitResult result;
+  Timestamp admitted_at{};  // the database's time admission ran at
   policy::Quote quote;  // as admitted: the expected cost for the reply
   // The team's budget as it stood before the job was stored (so the job is not counted in
   // what is left); empty when the team has none or it could not be read (best effort).
@@ -57,23 +61,21 @@ class SubmitService {
   // Admits `reqs` in place (the guardrails may set max_runtime and an approval hold) and
   // returns one quote per request. `check` false: a dry run, quoted but never refused by
   // step 3. On a refusal, `*refused` (when given) is the index of the request refused.
-  StatusOr<std::vector<policy::Quote>> Admit(std::vector<store::SubmitRequest>& reqs, Timestamp now,
-                                             bool check, std::size_t* refused = nullptr) const;
+  StatusOr<Quotes> Admit(std::vector<store::SubmitRequest>& reqs, bool check,
+                         std::size_t* refused = nullptr) const;
 
   // POST /v1/jobs: admits and stores one job.
-  StatusOr<Submitted> Submit(const store::Principal& who, store::SubmitRequest req,
-                             Timestamp now) const;
+  StatusOr<Submitted> Submit(const store::Principal& who, store::SubmitRequest req) const;
   // POST /v1/jobs?dry_run=true: the admitted request (`req` is updated in place) and its
-  // quote; nothing is stored.
-  StatusOr<policy::Quote> DryRun(store::SubmitRequest& req, Timestamp now) const;
+  // quote; nothing is stored. `result.job` is left empty: `admitted_at` and `quote` are set.
+  StatusOr<Submitted> DryRun(store::SubmitRequest& req) const;
   // POST /v1/jobs:batch (decision 0024): every request admitted, then all stored in one
   // transaction, or none. `*refused` as Admit; untouched when the store refuses.
   StatusOr<BatchSubmitted> SubmitBatch(const store::Principal& who,
-                                       std::vector<store::SubmitRequest> reqs, Timestamp now,
+                                       std::vector<store::SubmitRequest> reqs,
                                        std::size_t* refused) const;
   // POST /v1/arrays (decision 0026): the task spec admitted once, then the array stored.
-  StatusOr<ArraySubmitted> SubmitArray(const store::Principal& who, store::ArrayRequest req,
-                                       Timestamp now) const;
+  StatusOr<ArraySubmitted> SubmitArray(const store::Principal& who, store::ArrayRequest req) const;
 
  private:
   store::JobStore& store_;
@@ -83,5 +85,7 @@ class SubmitService {
 
 // The submit-time checks of step 3 against a quote already made.
 Status CheckQuote(const model::JobSpec& spec, const policy::Quote& quote);
+// Step 0: a deadline that `now` plus the estimate has already passed cannot be met.
+Status CheckDeadline(const model::JobSpec& spec, Timestamp now);
 
 }  // namespace frugal::service

@@ -104,6 +104,12 @@ struct ConfigChange {
 };
 const char* ToString(ConfigChange::Kind k);
 
+// The pools and the database's now() as one read saw them (AdminStore::ReadPools).
+struct PoolReading {
+  std::vector<model::Pool> pools;
+  Timestamp now{};
+};
+
 // A node as administrators see it (GET /v1/admin/nodes, decision 0021). Times are database
 // time; `as_of` is the database's now() when the row was read, for ages.
 struct NodeInfo {
@@ -183,6 +189,10 @@ class AdminStore {
   // --- capacity (nodes register through WorkerStore) ---
   virtual StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) = 0;
   virtual StatusOr<std::vector<model::Pool>> ListPools() = 0;
+  // The pools as ListPools returns them and the database's now(), read in one transaction:
+  // what admission quotes against, in the clock the engine decides by (decision 0043), so
+  // a scheduler host whose clock drifts admits by the same time it schedules by.
+  virtual StatusOr<PoolReading> ReadPools() = 0;
 
   // SystemActor() conveniences (see above).
   StatusOr<Team> CreateTeam(const std::string& name) { return CreateTeam(SystemActor(), name); }

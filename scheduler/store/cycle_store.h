@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,12 @@ struct LeaderStatus {
 
 // Which pending jobs a snapshot reads (CycleStore::LoadSnapshot): per team, its first
 // `per_team` that may start and its first `per_team` waiting on a dependency; of all those,
-// `max_pending`. Both at least 1.
+// `max_pending`. Both at least 1. `focus`, when set and pending, is added in its place in
+// claim order if the window does not reach it (`frugal why` asks about one job).
 struct PendingWindow {
   int max_pending = 10000;
   int per_team = 1000;
+  std::optional<model::JobId> focus;
 };
 
 // The error of an engine write refused by the fence (FailedPrecondition "not the leader: ...").

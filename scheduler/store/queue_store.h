@@ -112,6 +112,14 @@ struct JobDetail {
   std::vector<model::JobEvent> events;
 };
 
+// Where a pending job stands in the queue (QueueStore::PendingAhead): the pending jobs of
+// higher priority classes, which go first, and the other pending jobs of its own class,
+// which the cycle orders by score. Counted over the whole queue, not a cycle's window.
+struct QueuePosition {
+  int higher_pending = 0;
+  int same_class_pending = 0;
+};
+
 class QueueStore {
  public:
   virtual ~QueueStore() = default;
@@ -146,6 +154,9 @@ class QueueStore {
   // NotFound if the job does not exist or is not in `visible_team` (when set).
   virtual StatusOr<JobDetail> GetJob(model::JobId id,
                                      std::optional<model::TeamId> visible_team) = 0;
+
+  // NotFound unless `id` is a pending job.
+  virtual StatusOr<QueuePosition> PendingAhead(model::JobId id) = 0;
 
   // Pending/held jobs end `cancelled` at once; running ones get cancel_requested (the
   // worker stops them). Conflict if the job has already ended.

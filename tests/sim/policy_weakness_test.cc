@@ -35,6 +35,7 @@ model::PendingJob Job(int gpus, minutes deadline_in, double progress = 0) {
 CostPolicy Frugal() {
   PolicyConfig config;
   config.restore_time = minutes(3);
+  config.spread_large_jobs = true;  // as the simulator runs trace jobs (single_runs.cc)
   return CostPolicy(config);
 }
 

@@ -165,8 +165,15 @@ StatusOr<model::Snapshot> MemoryCycleStore::LoadSnapshot(const store::PendingWin
   if (static_cast<int>(window_rows.size()) > window.max_pending) {
     window_rows.resize(window.max_pending);
   }
+  std::vector<const model::PendingJob*> all = std::move(pending);
   pending.clear();
   for (const auto& [rank, j] : window_rows) pending.push_back(j);
+  // The focus job, in its place, when the window did not reach it.
+  for (const auto* j : all) {
+    if (window.focus && j->id == *window.focus &&
+        std::find(pending.begin(), pending.end(), j) == pending.end())
+      pending.push_back(j);
+  }
   std::sort(pending.begin(), pending.end(), claim);
   for (const auto* j : pending) s.pending.push_back(*j);
 

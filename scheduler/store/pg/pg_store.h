@@ -71,6 +71,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
       const std::vector<std::int64_t>& arrays, std::optional<model::TeamId> visible_team) override;
   StatusOr<JobPage> ListJobs(const JobFilter& filter) override;
   StatusOr<JobDetail> GetJob(model::JobId id, std::optional<model::TeamId> visible_team) override;
+  StatusOr<QueuePosition> PendingAhead(model::JobId id) override;
   StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
                                  const std::string& actor) override;
 
@@ -111,6 +112,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
 
   StatusOr<model::Pool> UpsertPool(const Principal& actor, const model::Pool& pool) override;
   StatusOr<std::vector<model::Pool>> ListPools() override;
+  StatusOr<PoolReading> ReadPools() override;
   // pg_store_availability.cc
   StatusOr<PoolAvailability> ImportAvailability(const Principal& actor, const std::string& pool,
                                                 const model::AvailabilityModel& counts,

@@ -1,6 +1,7 @@
 // The scheduling cycle's I/O: load a consistent snapshot, apply a plan in one transaction.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,180 @@ std::vector<T> JsonList(const std::string& text) {
   " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"        \
   " OR j.id IN (SELECT id FROM allowed))"
 
+// The columns of a pending job `j` that PendingRow reads, in its order. The subqueries run
+// only where they can find something: most pending jobs never ran (no checkpoint) and
+// depend on nothing, and a window is thousands of rows.
+#define FRUGAL_PENDING_COLUMNS \
+  " j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb," \
+  " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", " \
+  FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s," \
+  " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c" \
+  "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END," \
+  " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE" \
+  "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM (" \
+  FRUGAL_OPEN_DEPENDENCY ") d) END," \
+  " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d" \
+  "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)" \
+  "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
+
+namespace {
+
+// One row of FRUGAL_PENDING_COLUMNS.
+model::PendingJob PendingRow(const PgResult& p, int i) {
+  model::PendingJob j;
+  j.id = p.Int(i, 0);
+  j.team_id = p.Int(i, 1);
+  j.gpus = static_cast<int>(p.Int(i, 2));
+  j.gpu_types = JsonList<std::string>(p.Text(i, 3));
+  if (auto v = p.OptInt(i, 4)) j.min_gpu_mem_gb = static_cast<int>(*v);
+  j.priority_rank = static_cast<int>(p.Int(i, 5));
+  j.tolerance = model::ParseTolerance(p.Text(i, 6)).value();
+  j.deadline = pg::OptTime(p, i, 7);
+  j.created_at = pg::FromMicros(p.Int(i, 8));
+  j.reason = p.Text(i, 9);
+  if (auto v = p.OptInt(i, 10)) j.estimate = Seconds(*v);
+  if (auto v = p.OptInt(i, 11)) j.checkpoint_interval = Seconds(*v);
+  if (!p.IsNull(i, 12)) j.progress = p.Double(i, 12);
+  j.waiting_for = JsonList<model::JobId>(p.Text(i, 13));
+  j.failed_dependency = p.OptInt(i, 14);
+  j.nodes = static_cast<int>(p.Int(i, 15));
+  return j;
+}
+
+// The window's pending jobs (CycleStore::LoadSnapshot), then the focus job where the
+// window did not reach it, each in claim order.
+Status LoadPending(PgConn& c, const PendingWindow& window, model::Snapshot& s) {
+  ASSIGN_OR_RETURN(
+      auto p,
+      c.Exec("snapshot_pending",
+             "WITH throttled AS (SELECT a.id, a.max_running - (SELECT count(*) FROM jobs r"
+             "   WHERE r.array_id = a.id AND r.state = 'running') AS room FROM job_arrays a"
+             "   WHERE a.max_running IS NOT NULL AND EXISTS (SELECT 1 FROM jobs p"
+             "   WHERE p.array_id = a.id AND p.state = 'pending')),"
+             " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
+             "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
+             "   AND (p.not_before IS NULL OR p.not_before <= now())"
+             "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t),"
+             // Each team's window (decision 0035), one probe per team and part: its first
+             // jobs that may start (no dependency still open), through
+             // jobs_pending_by_team, and beside them its first jobs that wait on one,
+             // through jobs_pending_with_deps, so their reasons stay current without a
+             // pipeline's waiting tail taking the places of what could run. The cut across
+             // teams takes each team's first, then each team's second, and so on, so one
+             // team's deep queue never hides another's.
+             " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL ("
+             "   (" FRUGAL_TEAM_PENDING " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS ("
+             FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
+             "   UNION ALL"
+             "   (" FRUGAL_TEAM_PENDING " AND cardinality(j.depends_on) > 0 AND EXISTS ("
+             FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)) j"
+             "   ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1)"
+             " SELECT " FRUGAL_PENDING_COLUMNS
+             " FROM teamed j ORDER BY j.priority_rank, j.id",
+             {std::to_string(std::max(1, window.max_pending)),
+              std::to_string(std::max(1, window.per_team))}));
+  for (int i = 0; i < p.rows(); ++i) s.pending.push_back(PendingRow(p, i));
+  if (!window.focus) return Status::Ok();
+  for (const auto& j : s.pending)
+    if (j.id == *window.focus) return Status::Ok();
+  ASSIGN_OR_RETURN(auto f, c.Exec("snapshot_focus",
+                                  "SELECT " FRUGAL_PENDING_COLUMNS
+                                  " FROM jobs j WHERE j.id = $1 AND j.state = 'pending'",
+                                  {std::to_string(*window.focus)}));
+  if (f.rows() == 0) return Status::Ok();
+  model::PendingJob job = PendingRow(f, 0);
+  auto at = std::find_if(s.pending.begin(), s.pending.end(), [&](const model::PendingJob& o) {
+    return std::tie(o.priority_rank, o.id) > std::tie(job.priority_rank, job.id);
+  });
+  s.pending.insert(at, std::move(job));
+  return Status::Ok();
+}
+
+// Every attempt that has not ended, with what the policy and the idle guardrail weigh.
+Status LoadRunning(PgConn& c, model::Snapshot& s) {
+  ASSIGN_OR_RETURN(
+      auto r,
+      c.Exec("snapshot_running",
+             "SELECT a.id, a.job_id, a.node_id, a.gpus, j.priority_rank, n.pool_id, "
+             FRUGAL_US("a.started_at") ", " FRUGAL_US("ck.created_at") ", ck.progress,"
+             " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
+             " to_json(j.gpu_types)::text, j.min_gpu_mem_gb, "
+             FRUGAL_US("j.priority_preempted_at") ","
+             " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
+             " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
+             " t.idle_policy, j.idle_requeues, pcr.min_run_time_s, a.gang_size"
+             " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
+             " JOIN teams t ON t.id = j.team_id"
+             " LEFT JOIN priority_class_runtimes pcr ON pcr.priority = j.priority"
+             " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
+             "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
+             " WHERE a.ended_at IS NULL ORDER BY a.id"));
+  for (int i = 0; i < r.rows(); ++i) {
+    model::RunningAttempt a;
+    a.attempt_id = r.Int(i, 0);
+    a.job_id = r.Int(i, 1);
+    a.node_id = r.Int(i, 2);
+    a.gpus = static_cast<int>(r.Int(i, 3));
+    a.priority_rank = static_cast<int>(r.Int(i, 4));
+    a.pool_id = r.Int(i, 5);
+    a.started_at = pg::FromMicros(r.Int(i, 6));
+    a.last_checkpoint_at = pg::OptTime(r, i, 7);
+    if (!r.IsNull(i, 8)) a.progress = r.Double(i, 8);
+    a.tolerance = model::ParseTolerance(r.Text(i, 9)).value();
+    a.deadline = pg::OptTime(r, i, 10);
+    if (auto v = r.OptInt(i, 11)) a.estimate = Seconds(*v);
+    if (auto v = r.OptInt(i, 12)) a.checkpoint_interval = Seconds(*v);
+    a.gpu_types = JsonList<std::string>(r.Text(i, 13));
+    if (auto v = r.OptInt(i, 14)) a.min_gpu_mem_gb = static_cast<int>(*v);
+    a.last_priority_preemption_at = pg::OptTime(r, i, 15);
+    a.stopping = r.Bool(i, 16);
+    a.team_id = r.Int(i, 17);
+    a.node_name = r.Text(i, 18);
+    a.idle_since = pg::OptTime(r, i, 19);
+    a.idle_warned = r.Bool(i, 20);
+    a.idle_policy = r.Text(i, 21) == "requeue" ? model::IdlePolicy::kRequeue
+                                               : model::IdlePolicy::kWarn;
+    a.idle_requeues = static_cast<int>(r.Int(i, 22));
+    if (auto v = r.OptInt(i, 23)) a.min_run_time = Seconds(*v);
+    a.gang_size = static_cast<int>(r.Int(i, 24));
+    s.running.push_back(std::move(a));
+  }
+  return Status::Ok();
+}
+
+// The nodes that may take work: live, leased and not drained; with when each went idle.
+Status LoadLiveNodes(PgConn& c, model::Snapshot& s) {
+  ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
+                                  "SELECT id, name, pool_id, gpus, gpu_type, gpu_mem_gb, "
+                                  FRUGAL_US("lease_expires_at") ","
+                                  // Idle since the last attempt here ended (or it joined).
+                                  " CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE"
+                                  "   a.node_id = nodes.id AND a.ended_at IS NULL) THEN NULL"
+                                  " ELSE " FRUGAL_US("greatest(registered_at, (SELECT"
+                                  "   max(a.ended_at) FROM attempts a WHERE a.node_id ="
+                                  "   nodes.id))") " END"
+                                  " FROM nodes"
+                                  // An admin-drained node takes nothing new
+                                  // (decision 0021); its attempts are in `running`.
+                                  " WHERE state = 'live' AND lease_expires_at > now()"
+                                  " AND drained_at IS NULL ORDER BY id"));
+  for (int i = 0; i < n.rows(); ++i) {
+    model::Node node;
+    node.id = n.Int(i, 0);
+    node.name = n.Text(i, 1);
+    node.pool_id = n.Int(i, 2);
+    node.gpus = static_cast<int>(n.Int(i, 3));
+    node.gpu_type = n.Text(i, 4);
+    node.gpu_mem_gb = static_cast<int>(n.Int(i, 5));
+    node.lease_expires_at = pg::FromMicros(n.Int(i, 6));
+    node.idle_since = pg::OptTime(n, i, 7);
+    s.nodes.push_back(std::move(node));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
@@ -58,140 +233,9 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
     s.now = pg::FromMicros(now.Int(0, 0));
     if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
     if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
-    ASSIGN_OR_RETURN(
-        auto p,
-        c.Exec("snapshot_pending",
-               "WITH throttled AS (SELECT a.id, a.max_running - (SELECT count(*) FROM jobs r"
-               "   WHERE r.array_id = a.id AND r.state = 'running') AS room FROM job_arrays a"
-               "   WHERE a.max_running IS NOT NULL AND EXISTS (SELECT 1 FROM jobs p"
-               "   WHERE p.array_id = a.id AND p.state = 'pending')),"
-               " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
-               "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
-               "   AND (p.not_before IS NULL OR p.not_before <= now())"
-               "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t),"
-               // Each team's window (decision 0035), one probe per team and part: its first
-               // jobs that may start (no dependency still open), through
-               // jobs_pending_by_team, and beside them its first jobs that wait on one,
-               // through jobs_pending_with_deps, so their reasons stay current without a
-               // pipeline's waiting tail taking the places of what could run. The cut across
-               // teams takes each team's first, then each team's second, and so on, so one
-               // team's deep queue never hides another's.
-               " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL ("
-               "   (" FRUGAL_TEAM_PENDING " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS ("
-               FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
-               "   UNION ALL"
-               "   (" FRUGAL_TEAM_PENDING " AND cardinality(j.depends_on) > 0 AND EXISTS ("
-               FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)) j"
-               "   ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1)"
-               " SELECT j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb,"
-               " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", "
-               FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s,"
-               // The subqueries only where they can find something: most pending jobs never
-               // ran (no checkpoint) and depend on nothing, and a window is thousands of rows.
-               " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c"
-               "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END,"
-               " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE"
-               "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM ("
-               FRUGAL_OPEN_DEPENDENCY ") d) END,"
-               " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d"
-               "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)"
-               "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
-               " FROM teamed j ORDER BY j.priority_rank, j.id",
-               {std::to_string(std::max(1, window.max_pending)),
-                std::to_string(std::max(1, window.per_team))}));
-    for (int i = 0; i < p.rows(); ++i) {
-      model::PendingJob j;
-      j.id = p.Int(i, 0);
-      j.team_id = p.Int(i, 1);
-      j.gpus = static_cast<int>(p.Int(i, 2));
-      j.gpu_types = JsonList<std::string>(p.Text(i, 3));
-      if (auto v = p.OptInt(i, 4)) j.min_gpu_mem_gb = static_cast<int>(*v);
-      j.priority_rank = static_cast<int>(p.Int(i, 5));
-      j.tolerance = model::ParseTolerance(p.Text(i, 6)).value();
-      j.deadline = pg::OptTime(p, i, 7);
-      j.created_at = pg::FromMicros(p.Int(i, 8));
-      j.reason = p.Text(i, 9);
-      if (auto v = p.OptInt(i, 10)) j.estimate = Seconds(*v);
-      if (auto v = p.OptInt(i, 11)) j.checkpoint_interval = Seconds(*v);
-      if (!p.IsNull(i, 12)) j.progress = p.Double(i, 12);
-      j.waiting_for = JsonList<model::JobId>(p.Text(i, 13));
-      j.failed_dependency = p.OptInt(i, 14);
-      j.nodes = static_cast<int>(p.Int(i, 15));
-      s.pending.push_back(std::move(j));
-    }
-    ASSIGN_OR_RETURN(
-        auto r,
-        c.Exec("snapshot_running",
-               "SELECT a.id, a.job_id, a.node_id, a.gpus, j.priority_rank, n.pool_id, "
-               FRUGAL_US("a.started_at") ", " FRUGAL_US("ck.created_at") ", ck.progress,"
-               " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
-               " to_json(j.gpu_types)::text, j.min_gpu_mem_gb, "
-               FRUGAL_US("j.priority_preempted_at") ","
-               " a.stop_reason IS NOT NULL OR j.cancel_requested_at IS NOT NULL, j.team_id,"
-               " n.name, " FRUGAL_US("a.idle_since") ", a.idle_warned_at IS NOT NULL,"
-               " t.idle_policy, j.idle_requeues, pcr.min_run_time_s, a.gang_size"
-               " FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
-               " JOIN teams t ON t.id = j.team_id"
-               " LEFT JOIN priority_class_runtimes pcr ON pcr.priority = j.priority"
-               " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
-               "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
-               " WHERE a.ended_at IS NULL ORDER BY a.id"));
-    for (int i = 0; i < r.rows(); ++i) {
-      model::RunningAttempt a;
-      a.attempt_id = r.Int(i, 0);
-      a.job_id = r.Int(i, 1);
-      a.node_id = r.Int(i, 2);
-      a.gpus = static_cast<int>(r.Int(i, 3));
-      a.priority_rank = static_cast<int>(r.Int(i, 4));
-      a.pool_id = r.Int(i, 5);
-      a.started_at = pg::FromMicros(r.Int(i, 6));
-      a.last_checkpoint_at = pg::OptTime(r, i, 7);
-      if (!r.IsNull(i, 8)) a.progress = r.Double(i, 8);
-      a.tolerance = model::ParseTolerance(r.Text(i, 9)).value();
-      a.deadline = pg::OptTime(r, i, 10);
-      if (auto v = r.OptInt(i, 11)) a.estimate = Seconds(*v);
-      if (auto v = r.OptInt(i, 12)) a.checkpoint_interval = Seconds(*v);
-      a.gpu_types = JsonList<std::string>(r.Text(i, 13));
-      if (auto v = r.OptInt(i, 14)) a.min_gpu_mem_gb = static_cast<int>(*v);
-      a.last_priority_preemption_at = pg::OptTime(r, i, 15);
-      a.stopping = r.Bool(i, 16);
-      a.team_id = r.Int(i, 17);
-      a.node_name = r.Text(i, 18);
-      a.idle_since = pg::OptTime(r, i, 19);
-      a.idle_warned = r.Bool(i, 20);
-      a.idle_policy = r.Text(i, 21) == "requeue" ? model::IdlePolicy::kRequeue
-                                                 : model::IdlePolicy::kWarn;
-      a.idle_requeues = static_cast<int>(r.Int(i, 22));
-      if (auto v = r.OptInt(i, 23)) a.min_run_time = Seconds(*v);
-      a.gang_size = static_cast<int>(r.Int(i, 24));
-      s.running.push_back(std::move(a));
-    }
-    ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
-                                    "SELECT id, name, pool_id, gpus, gpu_type, gpu_mem_gb, "
-                                    FRUGAL_US("lease_expires_at") ","
-                                    // Idle since the last attempt here ended (or it joined).
-                                    " CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE"
-                                    "   a.node_id = nodes.id AND a.ended_at IS NULL) THEN NULL"
-                                    " ELSE " FRUGAL_US("greatest(registered_at, (SELECT"
-                                    "   max(a.ended_at) FROM attempts a WHERE a.node_id ="
-                                    "   nodes.id))") " END"
-                                    " FROM nodes"
-                                    // An admin-drained node takes nothing new
-                                    // (decision 0021); its attempts are in `running`.
-                                    " WHERE state = 'live' AND lease_expires_at > now()"
-                                    " AND drained_at IS NULL ORDER BY id"));
-    for (int i = 0; i < n.rows(); ++i) {
-      model::Node node;
-      node.id = n.Int(i, 0);
-      node.name = n.Text(i, 1);
-      node.pool_id = n.Int(i, 2);
-      node.gpus = static_cast<int>(n.Int(i, 3));
-      node.gpu_type = n.Text(i, 4);
-      node.gpu_mem_gb = static_cast<int>(n.Int(i, 5));
-      node.lease_expires_at = pg::FromMicros(n.Int(i, 6));
-      node.idle_since = pg::OptTime(n, i, 7);
-      s.nodes.push_back(std::move(node));
-    }
+    RETURN_IF_ERROR(LoadPending(c, window, s));
+    RETURN_IF_ERROR(LoadRunning(c, s));
+    RETURN_IF_ERROR(LoadLiveNodes(c, s));
     ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
     ASSIGN_OR_RETURN(auto usage, TeamUsage(c, now.Int(0, 0), now.OptInt(0, 3)));
     for (const auto& [team, hours] : usage) s.team_usage[team] = {hours, s.now};
@@ -201,6 +245,8 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   });
 }
 
+
+#undef FRUGAL_PENDING_COLUMNS
 #undef FRUGAL_TEAM_PENDING
 #undef FRUGAL_OPEN_DEPENDENCY
 
@@ -461,6 +507,16 @@ std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(
 StatusOr<std::vector<model::Pool>> PgStore::ListPools() {
   return Autocommit<std::vector<model::Pool>>(
       pool_, Repeat::kReads, [this](PgConn& c) { return pg::LoadPools(c, &availability_cache_); });
+}
+
+StatusOr<PoolReading> PgStore::ReadPools() {
+  return InTransaction<PoolReading>(pool_, [this](PgConn& c) -> StatusOr<PoolReading> {
+    ASSIGN_OR_RETURN(auto now, c.Exec("read_pools_now", "SELECT " FRUGAL_US("now()")));
+    PoolReading out;
+    out.now = pg::FromMicros(now.Int(0, 0));
+    ASSIGN_OR_RETURN(out.pools, pg::LoadPools(c, &availability_cache_));
+    return out;
+  });
 }
 
 namespace {

@@ -254,6 +254,21 @@ StatusOr<JobPage> PgStore::ListJobs(const JobFilter& f) {
   });
 }
 
+StatusOr<QueuePosition> PgStore::PendingAhead(JobId id) {
+  return Autocommit<QueuePosition>(pool_, Repeat::kReads, [&](PgConn& c) -> StatusOr<QueuePosition> {
+    // One pass over the pending jobs (a partial index holds them), not a snapshot of them.
+    ASSIGN_OR_RETURN(auto r, c.Exec("pending_ahead",
+                                    "SELECT count(*) FILTER (WHERE p.priority_rank < j.priority_rank),"
+                                    " count(*) FILTER (WHERE p.priority_rank = j.priority_rank"
+                                    " AND p.id <> j.id)"
+                                    " FROM jobs j JOIN jobs p ON p.state = 'pending'"
+                                    " WHERE j.id = $1 AND j.state = 'pending' GROUP BY j.id",
+                                    {std::to_string(id)}));
+    if (r.rows() == 0) return NotFound("job " + std::to_string(id) + " is not pending");
+    return QueuePosition{static_cast<int>(r.Int(0, 0)), static_cast<int>(r.Int(0, 1))};
+  });
+}
+
 StatusOr<JobDetail> PgStore::GetJob(JobId id, std::optional<model::TeamId> visible_team) {
   return InTransaction<JobDetail>(pool_, [&](PgConn& c) -> StatusOr<JobDetail> {
     JobDetail d;

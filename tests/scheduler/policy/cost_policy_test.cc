@@ -123,10 +123,12 @@ TEST_F(CostPolicyTest, DependencyWaitsAndCancelsAsFifoDoes) {
 }
 
 TEST_F(CostPolicyTest, GangSpansNodesOfOnePoolOnlyAndAllOrNothing) {
-  // Pool 1 has two 8-GPU nodes, pool 2 one: a 16-GPU gang takes both nodes of pool 1.
+  // Pool 1 has two 8-GPU nodes, pool 2 one: a 16-GPU gang of two nodes takes both nodes of
+  // pool 1.
   s_.pools = {MakePool(1, "a", CapacityKind::kOnDemand), MakePool(2, "b", CapacityKind::kOnDemand)};
   s_.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 2, 8)};
   s_.pending = {MakeJob(1, 16)};
+  s_.pending[0].nodes = 2;
   auto plan = Decide();
   auto parts = AssignmentsOf(plan, 1);
   ASSERT_EQ(parts.size(), 2u);
@@ -140,7 +142,6 @@ TEST_F(CostPolicyTest, GangSpansNodesOfOnePoolOnlyAndAllOrNothing) {
 
 TEST_F(CostPolicyTest, WithoutMultiNodeGangsABigGangSaysItNeedsOneNode) {
   // As the scheduler runs it (an attempt is on one node): 16 GPUs never fit 8-GPU nodes.
-  config_.spread_large_jobs = false;
   s_.pools = {MakePool(1, "a", CapacityKind::kOnDemand)};
   s_.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
   s_.pending = {MakeJob(1, 16)};
@@ -366,7 +367,11 @@ TEST_F(CostPolicyTest, ExplainsJobsThatCanNeverRunHere) {
   s_.pending = {tpu, huge};
   auto plan = Decide();
   EXPECT_EQ(WaitReason(plan, 1), "waiting: no pool has GPUs of an allowed type (tpu)");
-  EXPECT_EQ(WaitReason(plan, 2),
+  // As the scheduler runs: a job that did not ask for nodes needs one node that big.
+  EXPECT_EQ(WaitReason(plan, 2), "waiting: no pool of an allowed type can hold 64 GPU(s) on one node");
+  // The simulator's trace jobs may be spread over nodes: then it is the pools' room.
+  config_.spread_large_jobs = true;
+  EXPECT_EQ(WaitReason(Decide(), 2),
             "waiting: no room for 64 GPU(s) in the pool(s) it may use "
             "(a100-reserved, a100-od, a100-spot)");
   s_.nodes.clear();

@@ -99,7 +99,7 @@ TEST(QuotaTest, AJobWithNoRoomAnywhereSaysWhichQuotaHoldsIt) {
   EXPECT_EQ(WaitOf(plan, 1)->reason, "waiting: over team quota: 12/12 on-demand GPUs in use");
 }
 
-// The on-demand pool grows one GPU a node up to 64, and its one node is full for 100 hours:
+// The on-demand pool grows three GPUs a node (a job's size: no job is spread) up to 64, and its one node is full for 100 hours:
 // every job needs a new node.
 model::Snapshot GrowableOnDemand() {
   model::Snapshot s = OnDemandSnapshot();
@@ -107,7 +107,7 @@ model::Snapshot GrowableOnDemand() {
   s.running[0].started_at = T0();
   s.running[0].estimate = Seconds(100 * 3600);
   s.pools[0].elastic = true;
-  s.pools[0].node_gpus = 1;
+  s.pools[0].node_gpus = 3;
   s.pools[0].max_gpus = 64;
   return s;
 }

@@ -27,7 +27,6 @@ class SubmitServiceTest : public testing::StoreTest {
     g.runtimes["normal"] = {Seconds(3600), Seconds(7200), std::nullopt};
     ASSERT_TRUE(store_->SetGuardrails(g).ok());
     policy::PolicyConfig config;
-    config.spread_large_jobs = false;  // as the scheduler runs (scheduler/app/main.cc)
     advisor_ = std::make_unique<Advisor>(*store_, config);
     service_ = std::make_unique<SubmitService>(*store_, *advisor_, [this] { ++kicks_; });
   }
@@ -47,7 +46,7 @@ class SubmitServiceTest : public testing::StoreTest {
 };
 
 TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
-  auto s = service_->Submit(admin_, Job(4), std::chrono::system_clock::now());
+  auto s = service_->Submit(admin_, Job(4));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_TRUE(s->result.created);
   // The guardrail's class default was applied before storing.
@@ -59,8 +58,8 @@ TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
   store::SubmitRequest again = Job(4);
   again.idempotency_key = "k";
   again.request_sha256 = "h";
-  ASSERT_TRUE(service_->Submit(admin_, again, std::chrono::system_clock::now()).ok());
-  auto replay = service_->Submit(admin_, again, std::chrono::system_clock::now());
+  ASSERT_TRUE(service_->Submit(admin_, again).ok());
+  auto replay = service_->Submit(admin_, again);
   ASSERT_TRUE(replay.ok()) << replay.status().ToString();
   EXPECT_FALSE(replay->result.created);
   EXPECT_EQ(kicks_, 2);
@@ -69,11 +68,11 @@ TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
 
 TEST_F(SubmitServiceTest, RefusalsNameTheirFieldAndStoreNothing) {
   auto too_long =
-      service_->Submit(admin_, Job(1, Seconds(3 * 3600)), std::chrono::system_clock::now());
+      service_->Submit(admin_, Job(1, Seconds(3 * 3600)));
   EXPECT_EQ(too_long.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(too_long.status().field(), "max_runtime_seconds");
   // No node of any pool can hold 16 GPUs: refused before it is stored.
-  auto too_big = service_->Submit(admin_, Job(16), std::chrono::system_clock::now());
+  auto too_big = service_->Submit(admin_, Job(16));
   EXPECT_EQ(too_big.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(too_big.status().field(), "gpus");
   EXPECT_EQ(Jobs(), 0);
@@ -82,9 +81,9 @@ TEST_F(SubmitServiceTest, RefusalsNameTheirFieldAndStoreNothing) {
 
 TEST_F(SubmitServiceTest, ADryRunQuotesWhatASubmitWouldRefuseAndStoresNothing) {
   store::SubmitRequest r = Job(16);
-  auto quote = service_->DryRun(r, std::chrono::system_clock::now());
-  ASSERT_TRUE(quote.ok()) << quote.status().ToString();
-  EXPECT_FALSE(quote->unplaceable.empty());
+  auto dry = service_->DryRun(r);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_FALSE(dry->quote.unplaceable.empty());
   EXPECT_EQ(r.spec.max_runtime, Seconds(3600)) << "the request comes back admitted";
   EXPECT_EQ(Jobs(), 0);
   EXPECT_EQ(kicks_, 0);
@@ -93,13 +92,13 @@ TEST_F(SubmitServiceTest, ADryRunQuotesWhatASubmitWouldRefuseAndStoresNothing) {
 TEST_F(SubmitServiceTest, ABatchIsRefusedWholeNamingTheItem) {
   std::vector<store::SubmitRequest> batch{Job(1), Job(2), Job(1, Seconds(3 * 3600)), Job(1)};
   std::size_t refused = 99;
-  auto r = service_->SubmitBatch(admin_, batch, std::chrono::system_clock::now(), &refused);
+  auto r = service_->SubmitBatch(admin_, batch, &refused);
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused, 2u);
   EXPECT_EQ(Jobs(), 0);
   batch.erase(batch.begin() + 2);
   refused = 99;
-  r = service_->SubmitBatch(admin_, batch, std::chrono::system_clock::now(), &refused);
+  r = service_->SubmitBatch(admin_, batch, &refused);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(refused, 99u);
   EXPECT_EQ(r->items.size(), 3u);
@@ -107,6 +106,38 @@ TEST_F(SubmitServiceTest, ABatchIsRefusedWholeNamingTheItem) {
   EXPECT_EQ(r->expected_cost, 12'000'000);
   EXPECT_EQ(Jobs(), 3);
   EXPECT_EQ(kicks_, 1);
+}
+
+TEST_F(SubmitServiceTest, DeadlinesAreJudgedAtAdmissionInDatabaseTime) {
+  // The decoder no longer judges deadlines (it had only the API host's clock): admission
+  // does, at the time the pools were read in, which is the time the engine plans in.
+  const Timestamp host = std::chrono::system_clock::now();
+  store::SubmitRequest late = Job(1);
+  late.spec.estimate = Seconds(3600);
+  late.spec.deadline = host + std::chrono::minutes(30);  // needs an hour
+  auto refused = service_->Submit(admin_, late);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().field(), "deadline");
+  EXPECT_NE(refused.status().message().find("the earliest feasible deadline is"),
+            std::string::npos)
+      << refused.status().ToString();
+  store::SubmitRequest past = Job(1);
+  past.spec.deadline = host - std::chrono::minutes(1);
+  EXPECT_EQ(service_->Submit(admin_, past).status().field(), "deadline");
+  // A dry run is refused the same way: no quote can meet a deadline already gone.
+  EXPECT_EQ(service_->DryRun(past).status().field(), "deadline");
+  // Within a batch the refusal names its item.
+  std::vector<store::SubmitRequest> batch{Job(1), late};
+  std::size_t item = 99;
+  EXPECT_EQ(service_->SubmitBatch(admin_, batch, &item).status().field(), "deadline");
+  EXPECT_EQ(item, 1u);
+  EXPECT_EQ(Jobs(), 0);
+  // The time admission ran at is the database's (the test database runs on this host, so
+  // the two clocks agree to well within a minute).
+  store::SubmitRequest ok = Job(1);
+  auto dry = service_->DryRun(ok);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_LT(std::chrono::abs(dry->admitted_at - host), std::chrono::minutes(1));
 }
 
 }  // namespace

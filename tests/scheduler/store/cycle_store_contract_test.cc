@@ -221,6 +221,24 @@ TYPED_TEST(CycleStoreContractTest, TheWindowTakesEachTeamsHeadAndAtMostMaxPendin
   EXPECT_EQ(s->pending.size(), 2u);
 }
 
+TYPED_TEST(CycleStoreContractTest, AFocusJobBeyondTheWindowIsAddedInItsPlace) {
+  this->b_.AddNode("n1", 8);
+  std::vector<model::JobId> jobs;
+  for (int i = 0; i < 4; ++i) jobs.push_back(this->b_.AddJob(1));
+  const auto high = this->b_.AddJob(1, 1, "high");
+  // The window's two are `high` and jobs[0]; jobs[3] is beyond it, and comes last.
+  auto s = this->store().LoadSnapshot({2, 100, jobs[3]});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->pending.size(), 3u);
+  EXPECT_EQ(s->pending[0].id, high);
+  EXPECT_EQ(s->pending[1].id, jobs[0]);
+  EXPECT_EQ(s->pending[2].id, jobs[3]);
+  // A focus the window reaches is not read twice.
+  s = this->store().LoadSnapshot({2, 100, jobs[0]});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->pending.size(), 2u);
+}
+
 TYPED_TEST(CycleStoreContractTest, AnAssignmentStartsOnceAndTheSnapshotShowsIt) {
   const auto n1 = this->b_.AddNode("n1", 8);
   const auto job = this->b_.AddJob(4);
