@@ -2,7 +2,7 @@
 
 namespace frugal::sim {
 
-int DeadlineRules(const JobView& v, int target, int extra) {
+int DeadlineRules(const StepView& v, int target, int extra) {
   const int left = v.RemainingWork() + extra, time = v.RemainingTime(), d = v.job->changeover;
   const bool on_spot = v.where >= 0;
   if (!on_spot && left + 2 * d >= time) target = kOnDemand;
@@ -10,7 +10,7 @@ int DeadlineRules(const JobView& v, int target, int extra) {
   return target;
 }
 
-int Greedy::Decide(const JobView& v) {
+int Greedy::Decide(const StepView& v) {
   int target = kIdle;
   if (v.where >= 0)
     target = v.where;  // up, or the engine would have reclaimed it
@@ -26,7 +26,7 @@ std::string UniformProgress::Name() const {
   return name;
 }
 
-int UniformProgress::Decide(const JobView& v) {
+int UniformProgress::Decide(const StepView& v) {
   const bool up = v.where >= 0 || v.market->Up(0, v.step);
   const int spot = v.where >= 0 ? v.where : 0;
   // Integer comparison of progress * R0 with C0 * t: no rounding at the boundary.
@@ -41,7 +41,7 @@ int UniformProgress::Decide(const JobView& v) {
   return DeadlineRules(v, target, keep_rework_ ? v.job->checkpoint : 0);
 }
 
-int SkyPilotFailover::Decide(const JobView& v) {
+int SkyPilotFailover::Decide(const StepView& v) {
   int best = kIdle;
   if (v.where >= 0) {
     best = v.where;

@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 
 namespace frugal::sim {
 
@@ -26,7 +26,7 @@ namespace frugal::sim {
 class OnDemandOnly final : public Controller {
  public:
   std::string Name() const override { return "on-demand"; }
-  int Decide(const JobView&) override { return kOnDemand; }
+  int Decide(const StepView&) override { return kOnDemand; }
 };
 
 // `strawman`: spot in zone 0 whenever up, otherwise idle (a job on spot stays while it is
@@ -34,7 +34,7 @@ class OnDemandOnly final : public Controller {
 class Greedy final : public Controller {
  public:
   std::string Name() const override { return "greedy"; }
-  int Decide(const JobView& v) override;
+  int Decide(const StepView& v) override;
 };
 
 // Expected progress ep(t) = C0 * t / R0. `rc_cr_threshold`:
@@ -55,7 +55,7 @@ class UniformProgress final : public Controller {
   explicit UniformProgress(Hysteresis hysteresis = Hysteresis::kHolds, bool keep_rework = false)
       : hysteresis_(hysteresis), keep_rework_(keep_rework) {}
   std::string Name() const override;
-  int Decide(const JobView& v) override;
+  int Decide(const StepView& v) override;
 
  private:
   Hysteresis hysteresis_;
@@ -69,11 +69,11 @@ class UniformProgress final : public Controller {
 class SkyPilotFailover final : public Controller {
  public:
   std::string Name() const override { return "skypilot"; }
-  int Decide(const JobView& v) override;
+  int Decide(const StepView& v) override;
 };
 
 // The authors' deadline rules applied to a proposed `target`; `extra` steps are added to
 // the work left (keep_rework).
-int DeadlineRules(const JobView& v, int target, int extra = 0);
+int DeadlineRules(const StepView& v, int target, int extra = 0);
 
 }  // namespace frugal::sim

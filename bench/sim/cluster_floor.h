@@ -4,7 +4,7 @@
 // policy's reach (issue 14). A schedule that runs past deadlines may pay less.
 #pragma once
 
-#include "bench/sim/cluster.h"
+#include "bench/sim/cluster_sim.h"
 
 namespace frugal::sim {
 

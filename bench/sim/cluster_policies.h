@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/sim/cluster.h"
+#include "bench/sim/cluster_sim.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/policy/policy.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "bench/sim/cluster.h"
+#include "bench/sim/cluster_sim.h"
 #include "bench/sim/cluster_floor.h"
 #include "bench/sim/cluster_policies.h"
 #include "bench/sim/csv.h"

@@ -1,5 +1,5 @@
 // The four experiments of issue 6, each returning its section of the report and its bars.
-// Experiments 1-3 are single jobs (single_runs.h); 4 is the cluster workload (cluster.h).
+// Experiments 1-3 are single jobs (single_runs.h); 4 is the cluster workload (cluster_sim.h).
 #pragma once
 
 #include <cstdint>

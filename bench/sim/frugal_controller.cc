@@ -63,7 +63,7 @@ void FrugalController::Reset() {
   decisions_ = 0;
 }
 
-model::Snapshot FrugalController::SnapshotFor(const JobView& v, bool pending) const {
+model::Snapshot FrugalController::SnapshotFor(const StepView& v, bool pending) const {
   const Market& m = *v.market;
   const JobShape& job = *v.job;
   model::Snapshot s;
@@ -154,7 +154,7 @@ model::Snapshot FrugalController::SnapshotFor(const JobView& v, bool pending) co
   return s;
 }
 
-int FrugalController::Apply(const model::Plan& plan, const JobView& v, int stay) const {
+int FrugalController::Apply(const model::Plan& plan, const StepView& v, int stay) const {
   for (const auto& stop : plan.stops)
     if (stop.job_id == kSimJob) return kIdle;
   for (const auto& a : plan.assignments) {
@@ -167,7 +167,7 @@ int FrugalController::Apply(const model::Plan& plan, const JobView& v, int stay)
   return stay;
 }
 
-bool FrugalController::MarketChanged(const JobView& v) const {
+bool FrugalController::MarketChanged(const StepView& v) const {
   if (v.step <= 0) return true;
   const Market& m = *v.market;
   for (int z = 0; z < static_cast<int>(m.zones.size()); ++z) {
@@ -177,7 +177,7 @@ bool FrugalController::MarketChanged(const JobView& v) const {
   return false;
 }
 
-int FrugalController::DecideOnce(const JobView& v, bool pending, int stay) {
+int FrugalController::DecideOnce(const StepView& v, bool pending, int stay) {
   ++decisions_;
   model::Snapshot snapshot = SnapshotFor(v, pending);
   model::Plan plan = policy_.Decide(snapshot);
@@ -185,7 +185,7 @@ int FrugalController::DecideOnce(const JobView& v, bool pending, int stay) {
   return Apply(plan, v, stay);
 }
 
-int FrugalController::Decide(const JobView& v) {
+int FrugalController::Decide(const StepView& v) {
   bool due = v.where == kIdle || v.t - last_decision_t_ >= options_.cycle_steps ||
              MarketChanged(v);
   if (!due) return v.where;

@@ -14,7 +14,7 @@
 #include <functional>
 #include <string>
 
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 #include "scheduler/model/snapshot.h"
 #include "scheduler/policy/policy.h"
 
@@ -40,20 +40,20 @@ class FrugalController final : public Controller {
       : policy_(policy), options_(options) {}
   std::string Name() const override { return "frugal"; }
   void Reset() override;
-  int Decide(const JobView& v) override;
+  int Decide(const StepView& v) override;
 
   // The snapshot the engine would load for this view (the job pending when `pending`).
-  model::Snapshot SnapshotFor(const JobView& v, bool pending) const;
+  model::Snapshot SnapshotFor(const StepView& v, bool pending) const;
   int decisions() const { return decisions_; }
   // Sees every snapshot and plan (frugal_sim --explain prints them).
-  using Observer = std::function<void(const JobView&, const model::Snapshot&, const model::Plan&)>;
+  using Observer = std::function<void(const StepView&, const model::Snapshot&, const model::Plan&)>;
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 
  private:
   // Where the plan puts job 1: a zone, kOnDemand, kIdle (stopped), or `stay`.
-  int Apply(const model::Plan& plan, const JobView& v, int stay) const;
-  bool MarketChanged(const JobView& v) const;
-  int DecideOnce(const JobView& v, bool pending, int stay);
+  int Apply(const model::Plan& plan, const StepView& v, int stay) const;
+  bool MarketChanged(const StepView& v) const;
+  int DecideOnce(const StepView& v, bool pending, int stay);
 
   const policy::Policy& policy_;
   FrugalOptions options_;

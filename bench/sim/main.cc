@@ -68,7 +68,7 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
   auto policy = FrugalPolicyFor(e.d_hours);
   FrugalController fc(*policy, {o.prior_per_node_hour, o.frugal_cycle_steps});
   std::string last;
-  fc.set_observer([&](const JobView& v, const frugal::model::Snapshot& s,
+  fc.set_observer([&](const StepView& v, const frugal::model::Snapshot& s,
                       const frugal::model::Plan& p) {
     std::string what;
     for (const auto& a : p.assignments) what += "assign: " + a.reason + "\n";

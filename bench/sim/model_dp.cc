@@ -72,7 +72,7 @@ ChainDpTable::ChainDpTable(const SpotChain& chain, int max_time, int max_work, i
       policy_(chain.Transitions(), chain.up,
               ShapeOf(chain, max_time, max_work, changeover, checkpoint)) {}
 
-policy::SpotJobState DpState(const JobView& v, int chain_state) {
+policy::SpotJobState DpState(const StepView& v, int chain_state) {
   policy::SpotJobState s;
   s.time_left = v.RemainingTime();
   s.work_left = std::max(0, v.RemainingWork());
@@ -85,7 +85,7 @@ policy::SpotJobState DpState(const JobView& v, int chain_state) {
   return s;
 }
 
-int ChainDpTable::Action(const JobView& v, int state) const {
+int ChainDpTable::Action(const StepView& v, int state) const {
   // A job the table was not solved for: on-demand keeps its deadline whatever the table says.
   if (std::max(1, v.job->changeover) != D_ || std::max(1, v.job->checkpoint) != C_)
     return kOnDemand;
@@ -101,7 +101,7 @@ int ChainDpTable::Action(const JobView& v, int state) const {
   return kOnDemand;
 }
 
-int ChainDpController::Decide(const JobView& v) {
+int ChainDpController::Decide(const StepView& v) {
   const Zone& z = v.market->zones[0];
   bool up = v.market->Up(0, v.step);
   // Ages past the last bin's start share its state: no need to look further back.

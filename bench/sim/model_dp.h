@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 #include "scheduler/model/availability.h"
 #include "scheduler/policy/placement/spot_dp.h"
 
@@ -44,7 +44,7 @@ class ChainDpTable {
   // Best target for the view (kIdle, kOnDemand or zone 0); `state` is the chain's state now.
   // A job the table was not solved for (more work, another changeover or checkpoint
   // interval) gets on-demand.
-  int Action(const JobView& v, int state) const;
+  int Action(const StepView& v, int state) const;
   // Expected cost, in on-demand steps, of the widest job (max_time, max_work) submitted
   // idle in chain state `state` and run by this table's actions.
   double ExpectedCost(int state) const { return policy_.StartValue(state); }
@@ -58,14 +58,14 @@ class ChainDpTable {
   policy::SpotPolicy policy_;
 };
 // Where the engine's view is, in the scheduler's DP terms.
-policy::SpotJobState DpState(const JobView& v, int chain_state);
+policy::SpotJobState DpState(const StepView& v, int chain_state);
 
 class ChainDpController final : public Controller {
  public:
   ChainDpController(const ChainDpTable& table, const SpotChain& chain)
       : table_(table), chain_(chain) {}
   std::string Name() const override { return "model-optimal"; }
-  int Decide(const JobView& v) override;
+  int Decide(const StepView& v) override;
 
  private:
   const ChainDpTable& table_;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "bench/sim/baselines.h"
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 #include "bench/sim/frugal_controller.h"
 #include "bench/sim/model_dp.h"
 #include "bench/sim/optimum.h"

@@ -127,7 +127,7 @@ TEST(BaselineTest, OnSpotPastTheNetTheJobKeepsSpotUntilReclaimedButNotInItsChang
   // in its changeover they go to on-demand; idle, the 2d-net has already sent them there.
   Market m = HandMarket({"1111111111"}, {1.0}, 3.0);
   JobShape job = Job(4, 10, 1, 1);
-  JobView v;
+  StepView v;
   v.market = &m;
   v.job = &job;
   v.t = 7, v.step = 7, v.progress = 1, v.where = 0;
@@ -185,7 +185,7 @@ TEST(BaselineTest, UniformProgressLeavesOnDemandOnlyForSpotNeverForIdle) {
   UniformProgress holds;
   UniformProgress first(UniformProgress::Hysteresis::kSpotFirst);
   JobShape job = Job(4, 16, 1, 1);
-  JobView v;
+  StepView v;
   v.job = &job;
   v.where = kOnDemand;
   v.t = 4, v.step = 4, v.progress = 2;

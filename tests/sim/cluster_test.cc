@@ -1,6 +1,6 @@
 // The cluster engine of experiment 4 and its schedulers on tiny hand-made workloads.
 // Minutes are the engine's step; on-demand $3/GPU-h is $0.05 per GPU-minute.
-#include "bench/sim/cluster.h"
+#include "bench/sim/cluster_sim.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 #include "common/clock.h"
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
@@ -49,7 +49,7 @@ class Scripted final : public Controller {
  public:
   explicit Scripted(std::vector<int> targets) : targets_(std::move(targets)) {}
   std::string Name() const override { return "scripted"; }
-  int Decide(const JobView& v) override {
+  int Decide(const StepView& v) override {
     return v.t < static_cast<int>(targets_.size()) ? targets_[v.t] : kIdle;
   }
 

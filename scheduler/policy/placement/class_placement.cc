@@ -25,7 +25,7 @@ struct Prep {
 // a flat table for the usual sizes and a map for the rest.
 class RoomCache {
  public:
-  RoomCache(const Capacity& cap, int options, bool multi)
+  RoomCache(const FreeRoom& cap, int options, bool multi)
       : cap_(cap), multi_(multi), small_(static_cast<size_t>(options) * kSmall, -1) {}
   bool Has(int o, const Work& w) { return Room(o, w) >= w.gpus; }
   int Room(int o, const Work& w) {
@@ -47,7 +47,7 @@ class RoomCache {
 
  private:
   // GPUs of whole gangs the pool's growth can host: the first gang of a multi-node shape
-  // holds the live nodes that fit a part (Capacity::HoldParts) and needs new nodes only
+  // holds the live nodes that fit a part (FreeRoom::HoldParts) and needs new nodes only
   // for the rest, so a pool capped near one gang's size still has room for it.
   int NewRoom(int e, int gpus, int nodes) const {
     const int all = cap_.NewGpusFor(e, gpus, nodes);
@@ -59,7 +59,7 @@ class RoomCache {
   }
 
   static constexpr int kSmall = 33;
-  const Capacity& cap_;
+  const FreeRoom& cap_;
   bool multi_;
   std::vector<int> small_;
   std::unordered_map<long long, int> large_;
@@ -85,7 +85,7 @@ struct KeyHash {
 // At the last level only the tolerance and lateness remain of the profile.
 constexpr int kRowLevels = 5;
 
-void RowKey(const JobOptions& opts, RoomCache& room, int j, int level, std::vector<int>& key) {
+void RowKey(const ReadyJobs& opts, RoomCache& room, int j, int level, std::vector<int>& key) {
   static constexpr double kFactor[] = {1.25, 1.5, 2.0, 4.0};
   const JobView& v = opts.view(j);
   const Work& w = v.work;
@@ -127,7 +127,7 @@ bool OutageIsCheaperWaited(const Estimate& spot, const Work& work, double eta) {
 // The wait option: the cheapest option with no room now, if cheaper than the best option
 // with room (`best_o`, at rate `best`), if slack (or patience, without a deadline)
 // outlasts its expected wait, and if what the wait saves outweighs what it may cost.
-void ConsiderWaiting(const JobOptions& opts, const Capacity& cap, Timestamp now,
+void ConsiderWaiting(const ReadyJobs& opts, const FreeRoom& cap, Timestamp now,
                      const PolicyConfig& config, int j, int x, int best_o, double best,
                      Prep& p) {
   const JobView& v = opts.view(j);
@@ -183,8 +183,8 @@ void ConsiderWaiting(const JobOptions& opts, const Capacity& cap, Timestamp now,
 }
 
 // The job waits for new nodes of entry e, if the pool can grow by what it lacks: a gang
-// holds the live nodes that fit a part and asks only for the rest (Capacity::HoldParts).
-bool GrowFor(Capacity& cap, int e, const Work& work, JobResult& res) {
+// holds the live nodes that fit a part and asks only for the rest (FreeRoom::HoldParts).
+bool GrowFor(FreeRoom& cap, int e, const Work& work, JobResult& res) {
   const int held = cap.PartsFree(e, work.gpus, work.nodes);
   const int need = cap.NewGpusFor(e, work.gpus, work.nodes, held);
   if (cap.NewCapacity(e) < need) return false;
@@ -198,7 +198,7 @@ bool GrowFor(Capacity& cap, int e, const Work& work, JobResult& res) {
 
 }  // namespace
 
-void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacity& cap,
+void PlaceClass(const std::vector<int>& jobs_in, const ReadyJobs& opts, FreeRoom& cap,
                 Timestamp now, const PolicyConfig& config, std::vector<JobResult>& results) {
   const int options = opts.options();
   std::vector<int> jobs = jobs_in;
@@ -342,7 +342,7 @@ void PlaceClass(const std::vector<int>& jobs_in, const JobOptions& opts, Capacit
   // in a fixed size (a new one would idle as much), a new node is no option, or the job
   // is late (the earliest finish wins). A job with no estimate of its own is not judged.
   auto StayOn = [&](int j, int o) {
-    Capacity::Stay stay;
+    FreeRoom::Stay stay;
     const JobView& v = opts.view(j);
     const Work& work = v.work;
     if (work.nodes > 1 || !work.estimated) return stay;

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/policy/placement/capacity.h"
-#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/free_room.h"
+#include "scheduler/policy/placement/ready_jobs.h"
 
 namespace frugal::policy {
 
@@ -29,7 +29,7 @@ struct JobResult {
   PlacementOutcome outcome = PlacementOutcome::kNone;
   int option = -1;
   int alt_option = -1;
-  std::vector<Capacity::Slice> slices;
+  std::vector<FreeRoom::Slice> slices;
   double eta_hours = 0;  // kWaitCheaper: when `option` is expected to have room
   int new_gpus = 0;      // kNewNode: GPUs of new nodes it waits for
   int held_parts = 0;    // kNewNode, a gang: parts held on live nodes meanwhile
@@ -47,7 +47,7 @@ constexpr size_t kMaxArcsPerRow = 6;
 
 // Decides every job in `jobs` (indexes into `options`, all of one class) and updates
 // `capacity`. `results` is indexed like `options`.
-void PlaceClass(const std::vector<int>& jobs, const JobOptions& options, Capacity& capacity,
+void PlaceClass(const std::vector<int>& jobs, const ReadyJobs& options, FreeRoom& capacity,
                 Timestamp now, const PolicyConfig& config, std::vector<JobResult>& results);
 
 }  // namespace frugal::policy

@@ -4,10 +4,10 @@
 #include <map>
 #include <set>
 
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 #include "scheduler/policy/placement/class_placement.h"
 #include "scheduler/policy/placement/explain.h"
-#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/ready_jobs.h"
 #include "scheduler/policy/placement/migration.h"
 #include "scheduler/policy/placement/preemption.h"
 
@@ -30,7 +30,7 @@ void Dependencies(const model::Snapshot& s, model::Plan& plan) {
   }
 }
 
-void Releases(const model::Snapshot& s, const Capacity& cap, const std::set<model::PoolId>& growing,
+void Releases(const model::Snapshot& s, const FreeRoom& cap, const std::set<model::PoolId>& growing,
               model::Plan& plan) {
   std::vector<const model::Node*> nodes;
   for (const auto& n : s.nodes) nodes.push_back(&n);
@@ -53,11 +53,11 @@ void Releases(const model::Snapshot& s, const Capacity& cap, const std::set<mode
 
 model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
   model::Plan plan;
-  Capacity cap(s, config_);
+  FreeRoom cap(s, config_);
   Dependencies(s, plan);
   MigrateOffSpot(s, cap, config_, plan, book_.get());
 
-  JobOptions opts(s, cap, config_, book_.get());
+  ReadyJobs opts(s, cap, config_, book_.get());
   std::vector<JobResult> results(opts.jobs());
   std::map<int, std::vector<int>> classes;
   for (int j = 0; j < opts.jobs(); ++j) classes[opts.view(j).job->priority_rank].push_back(j);
@@ -149,8 +149,8 @@ model::Plan CostPolicy::Decide(const model::Snapshot& s) const {
 
 std::optional<PriorityFactors> PriorityOf(const model::Snapshot& s, model::JobId job,
                                           const PolicyConfig& config) {
-  Capacity cap(s, config);
-  JobOptions opts(s, cap, config);
+  FreeRoom cap(s, config);
+  ReadyJobs opts(s, cap, config);
   for (int j = 0; j < opts.jobs(); ++j) {
     if (opts.view(j).job->id == job) return opts.view(j).priority;
   }

@@ -47,7 +47,7 @@ std::string Gpus(int n) { return std::to_string(n) + " GPU(s)"; }
 
 }  // namespace
 
-Explainer::Explainer(const model::Snapshot& s, const Capacity& cap, const JobOptions& opts,
+Explainer::Explainer(const model::Snapshot& s, const FreeRoom& cap, const ReadyJobs& opts,
                      const PolicyConfig& config)
     : snapshot_(s), capacity_(cap), options_(opts), config_(config) {}
 

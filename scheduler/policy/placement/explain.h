@@ -9,9 +9,9 @@
 
 #include "common/money.h"
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 #include "scheduler/policy/placement/class_placement.h"
-#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/ready_jobs.h"
 #include "scheduler/policy/placement/preemption.h"
 #include "scheduler/policy/placement/priority.h"
 
@@ -24,7 +24,7 @@ std::string KindName(model::CapacityKind kind);  // "reserved", "on-demand", "sp
 // Reasons for the jobs of one Decide.
 class Explainer {
  public:
-  Explainer(const model::Snapshot& snapshot, const Capacity& capacity, const JobOptions& options,
+  Explainer(const model::Snapshot& snapshot, const FreeRoom& capacity, const ReadyJobs& options,
             const PolicyConfig& config);
 
   std::string Placed(int j, const JobResult& r) const;
@@ -48,8 +48,8 @@ class Explainer {
   std::string DeadlineNote(int j, int option, const Estimate& e) const;
 
   const model::Snapshot& snapshot_;
-  const Capacity& capacity_;
-  const JobOptions& options_;
+  const FreeRoom& capacity_;
+  const ReadyJobs& options_;
   const PolicyConfig& config_;
   mutable std::map<std::vector<int>, std::string> pool_lists_;  // NoCapacity, by entries
 };

@@ -45,7 +45,7 @@ std::map<model::JobId, Moving> CheckpointedJobs(const model::Snapshot& s) {
 
 // Time to finish on the fastest safe pool that could host the job (kNoLimit: none), and the
 // best such pool with room now or by growing (-1: none).
-std::pair<double, int> SafeFallback(const Capacity& cap, const model::RunningAttempt& a,
+std::pair<double, int> SafeFallback(const FreeRoom& cap, const model::RunningAttempt& a,
                                     const Work& work, int gpus, const PolicyConfig& config) {
   double safe_hours = kNoLimit, target_hours = kNoLimit;
   int target = -1;
@@ -93,7 +93,7 @@ std::optional<SpotDecision> LearnedRunning(const SpotBook* book, const model::Sn
   return book->Decide(spot, job);
 }
 
-double OnDemandRefPriceFor(const Capacity& cap, const model::RunningAttempt& a) {
+double OnDemandRefPriceFor(const FreeRoom& cap, const model::RunningAttempt& a) {
   std::vector<char> fits(cap.size());
   for (int e = 0; e < cap.size(); ++e)
     fits[e] = PoolFits(a.gpu_types, a.min_gpu_mem_gb, cap.entry(e).pool);
@@ -102,7 +102,7 @@ double OnDemandRefPriceFor(const Capacity& cap, const model::RunningAttempt& a) 
 
 }  // namespace
 
-void MigrateOffSpot(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
+void MigrateOffSpot(const model::Snapshot& s, const FreeRoom& cap, const PolicyConfig& config,
                     model::Plan& plan, const SpotBook* book) {
   for (const auto& [job_id, m] : CheckpointedJobs(s)) {
     const model::RunningAttempt& a = *m.first;
@@ -154,7 +154,7 @@ double MoveToSpotSaving(double gpus, const model::Pool& here, const model::Pool&
   return gpus * (gain - cost);
 }
 
-void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& config,
+void MigrateToSpot(const model::Snapshot& s, FreeRoom& cap, const PolicyConfig& config,
                    model::Plan& plan, const SpotBook* book) {
   std::set<model::JobId> stopped;
   for (const auto& st : plan.stops) stopped.insert(st.job_id);

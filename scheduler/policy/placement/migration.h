@@ -9,7 +9,7 @@
 #pragma once
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 #include "scheduler/policy/policy_config.h"
 #include "scheduler/policy/placement/spot_book.h"
 
@@ -18,14 +18,14 @@ namespace frugal::policy {
 // Before placement: stops spot jobs whose slack runs out.
 // With a `book`, a job on a spot pool with a learned table stays exactly while the learned
 // controller says spot (issue 14); the slack rule decides the rest.
-void MigrateOffSpot(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
+void MigrateOffSpot(const model::Snapshot& s, const FreeRoom& cap, const PolicyConfig& config,
                     model::Plan& plan, const SpotBook* book = nullptr);
 
 // After placement (`cap` holds what this cycle placed): stops on-demand jobs that are
 // cheaper on spot, and takes their room on spot so no other move claims it.
 // With a `book`, a spot pool with a learned table is a move exactly when the learned
 // controller, seeing the job on on-demand, says spot (its DP prices the changeovers).
-void MigrateToSpot(const model::Snapshot& s, Capacity& cap, const PolicyConfig& config,
+void MigrateToSpot(const model::Snapshot& s, FreeRoom& cap, const PolicyConfig& config,
                    model::Plan& plan, const SpotBook* book = nullptr);
 
 // What a move from `here` to a spot pool is expected to save, in micro-dollars (negative:

@@ -7,7 +7,7 @@
 
 namespace frugal::policy {
 
-Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capacity& cap,
+Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, FreeRoom& cap,
                      const std::vector<model::Stop>& stopped)
     : snapshot_(s), config_(config), capacity_(cap), budget_(config.max_preemptions_per_cycle) {
   for (const auto& st : stopped) stopped_.insert(st.attempt_id);
@@ -71,7 +71,7 @@ Preemptor::Preemptor(const model::Snapshot& s, const PolicyConfig& config, Capac
   for (auto& list : stopping_nodes_) std::sort(list.begin(), list.end());
 }
 
-bool Preemptor::TryStopping(const JobOptions& opts, int j, const std::vector<int>& entries,
+bool Preemptor::TryStopping(const ReadyJobs& opts, int j, const std::vector<int>& entries,
                             Room& room) {
   int gpus = opts.view(j).work.gpus;
   for (int e : entries) {
@@ -90,7 +90,7 @@ bool Preemptor::TryStopping(const JobOptions& opts, int j, const std::vector<int
   return false;
 }
 
-Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
+Preemptor::Room Preemptor::MakeRoom(const ReadyJobs& opts, int j) {
   Room room;
   const JobView& view = opts.view(j);
   int gpus = view.work.gpus;
@@ -169,7 +169,7 @@ Preemptor::Room Preemptor::MakeRoom(const JobOptions& opts, int j) {
   return room;
 }
 
-std::optional<Preemptor::Later> Preemptor::WhenRoom(const JobOptions& opts, int j) const {
+std::optional<Preemptor::Later> Preemptor::WhenRoom(const ReadyJobs& opts, int j) const {
   if (later_on_node_.empty()) return std::nullopt;
   const JobView& view = opts.view(j);
   if (view.work.nodes > 1) return std::nullopt;

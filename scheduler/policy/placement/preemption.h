@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/placement/capacity.h"
-#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/free_room.h"
+#include "scheduler/policy/placement/ready_jobs.h"
 
 namespace frugal::policy {
 
@@ -21,7 +21,7 @@ class Preemptor {
  public:
   // Indexes the running attempts once; `capacity` is shared with placement. `stopped`:
   // stops already in this cycle's plan (migrations), treated like outstanding stop orders.
-  Preemptor(const model::Snapshot& snapshot, const PolicyConfig& config, Capacity& capacity,
+  Preemptor(const model::Snapshot& snapshot, const PolicyConfig& config, FreeRoom& capacity,
             const std::vector<model::Stop>& stopped);
 
   struct Room {
@@ -34,7 +34,7 @@ class Preemptor {
   // Finds room for job `j` on one node where it has an option now. Either GPUs that
   // attempts already told to stop will free (kStopping), or new victims (kPreempting). The
   // node is then closed to everything else this cycle, so the room stays kept.
-  Room MakeRoom(const JobOptions& options, int j);
+  Room MakeRoom(const ReadyJobs& options, int j);
 
   // For a job MakeRoom found no room for: the earliest time lower-class jobs still inside
   // their protection window (min_run_time) could be preempted to make room on one node,
@@ -44,7 +44,7 @@ class Preemptor {
     std::vector<model::JobId> jobs;
     Seconds protection{0};  // the longest protection window among them
   };
-  std::optional<Later> WhenRoom(const JobOptions& options, int j) const;
+  std::optional<Later> WhenRoom(const ReadyJobs& options, int j) const;
 
  private:
   struct Victim {
@@ -63,7 +63,7 @@ class Preemptor {
     int victim = 0;
     int gpus = 0;
   };
-  bool TryStopping(const JobOptions& options, int j, const std::vector<int>& entries, Room& room);
+  bool TryStopping(const ReadyJobs& options, int j, const std::vector<int>& entries, Room& room);
   bool Stopping(const model::RunningAttempt& r) const {
     return r.stopping || stopped_.count(r.attempt_id) > 0;
   }
@@ -74,7 +74,7 @@ class Preemptor {
 
   const model::Snapshot& snapshot_;
   const PolicyConfig& config_;
-  Capacity& capacity_;
+  FreeRoom& capacity_;
   std::vector<Victim> victims_;
   std::map<model::NodeId, std::vector<OnNode>> on_node_;    // cheapest victim first
   std::map<model::NodeId, std::vector<OnNode>> later_on_node_;  // protected for now

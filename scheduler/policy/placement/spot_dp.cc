@@ -230,7 +230,7 @@ SpotForecast Forecast(const SpotPolicy& policy,
     bool missed = false;
     int saved_work = s.work_left + s.unsaved;  // work left at the latest checkpoint
     int run_in_attempt = 0;
-    // Steps the engine's way (bench/sim/engine.cc); past the deadline, on-demand to the end.
+    // Steps the engine's way (bench/sim/single_job_sim.cc); past the deadline, on-demand to the end.
     for (int guard = 0; s.work_left > 0 && guard < 1000000; ++guard) {
       const bool is_up = up[s.chain_state];
       if (s.where == JobWhere::kSpot && !is_up) {

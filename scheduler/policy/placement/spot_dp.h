@@ -4,7 +4,7 @@
 //
 // A dynamic program over (ticks to the deadline, ticks of work left, where the job is,
 // changeover ticks left, unsaved ticks on spot, chain state) under the simulator's exact
-// rules (bench/sim/engine.h): every launch pays `changeover` ticks at the new instance's
+// rules (bench/sim/single_job_sim.h): every launch pays `changeover` ticks at the new instance's
 // price with no progress; a reclaim rolls progress back to the latest checkpoint; a
 // voluntary stop checkpoints first. Prices are per tick with on-demand = 1. A missed
 // deadline is priced as infinite: on-demand is certain, so the policy never takes a chance

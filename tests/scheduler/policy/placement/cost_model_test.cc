@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "policy_test_util.h"
+#include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {
 namespace {

@@ -1,8 +1,8 @@
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 
 #include <gtest/gtest.h>
 
-#include "policy_test_util.h"
+#include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {
 namespace {
@@ -10,12 +10,12 @@ namespace {
 using namespace testing;
 using model::CapacityKind;
 
-TEST(CapacityTest, BestFitTakesTheFullestNodeThatStillFits) {
+TEST(FreeRoomTest, BestFitTakesTheFullestNodeThatStillFits) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
   s.running = {MakeRunning(10, 10, 2, 5), MakeRunning(11, 11, 3, 6)};  // free: 8, 3, 2
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   EXPECT_EQ(cap.FreeGpus(0), 13);
   EXPECT_EQ(cap.Usable(0, 2, true), 8 + 2 + 2);  // 4 pairs on node 1, one each on 2 and 3
   auto a = cap.Take(0, 2, true);
@@ -42,66 +42,66 @@ model::Snapshot NodesWithWorkEnding(CapacityKind kind) {
   return s;
 }
 
-TEST(CapacityTest, OnABilledPoolAJobGoesWhereItKeepsTheFewestGpusIdle) {
+TEST(FreeRoomTest, OnABilledPoolAJobGoesWhereItKeepsTheFewestGpusIdle) {
   auto s = NodesWithWorkEnding(CapacityKind::kOnDemand);
-  Capacity::Stay two_hours{2.0, kNoLimit};
+  FreeRoom::Stay two_hours{2.0, kNoLimit};
   {
-    Capacity cap(s, PolicyConfig{});
+    FreeRoom cap(s, PolicyConfig{});
     auto a = cap.Take(0, 1, false, 1, two_hours);  // node 1 would idle 7 GPUs for 1.5 h
     ASSERT_EQ(a.size(), 1u);
     EXPECT_EQ(a[0].node, 2);
     // A 6-hour job: 7 GPUs idle for 1 h on node 2 against 5.5 h on node 1.
-    auto b = cap.Take(0, 1, false, 1, Capacity::Stay{6.0, kNoLimit});
+    auto b = cap.Take(0, 1, false, 1, FreeRoom::Stay{6.0, kNoLimit});
     ASSERT_EQ(b.size(), 1u);
     EXPECT_EQ(b[0].node, 2);
   }
   {
-    Capacity cap(s, PolicyConfig{});
+    FreeRoom cap(s, PolicyConfig{});
     auto a = cap.Take(0, 1, false);  // no stay: best fit alone
     ASSERT_EQ(a.size(), 1u);
     EXPECT_EQ(a[0].node, 1);
   }
   // Reserved GPUs are paid whether they idle or not: best fit.
   auto r = NodesWithWorkEnding(CapacityKind::kReserved);
-  Capacity cap(r, PolicyConfig{});
+  FreeRoom cap(r, PolicyConfig{});
   auto a = cap.Take(0, 1, false, 1, two_hours);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].node, 1);
 }
 
-TEST(CapacityTest, AJobDeclinesANodeItWouldKeepMostlyIdle) {
+TEST(FreeRoomTest, AJobDeclinesANodeItWouldKeepMostlyIdle) {
   model::Snapshot s;
   s.now = T0();
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
   s.pools[0].idle_timeout = 10min;
   s.nodes = {MakeNode(1, 1, 8)};
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   // 1 GPU for 4 h on an empty 8-GPU node: 28 idle GPU-hours, against 0.1 for a node of its own.
-  EXPECT_TRUE(cap.Take(0, 1, false, 1, Capacity::Stay{4.0, 0.1}).empty());
+  EXPECT_TRUE(cap.Take(0, 1, false, 1, FreeRoom::Stay{4.0, 0.1}).empty());
   EXPECT_TRUE(cap.NodeDeclined(1));
   EXPECT_EQ(cap.FreeGpus(0), 8);
   // A one-minute job idles 7 GPU-minutes (0.117 GPU-hours): still more than 0.1.
-  EXPECT_TRUE(cap.Take(0, 1, false, 1, Capacity::Stay{1.0 / 60, 0.1}).empty());
+  EXPECT_TRUE(cap.Take(0, 1, false, 1, FreeRoom::Stay{1.0 / 60, 0.1}).empty());
   // Half a minute (0.058) is less.
-  auto a = cap.Take(0, 1, false, 1, Capacity::Stay{0.5 / 60, 0.1});
+  auto a = cap.Take(0, 1, false, 1, FreeRoom::Stay{0.5 / 60, 0.1});
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].node, 1);
 
   // A job that fills the node idles nothing; with no limit, any node that fits.
-  Capacity fresh(s, PolicyConfig{});
-  auto whole = fresh.Take(0, 8, false, 1, Capacity::Stay{4.0, 0.1});
+  FreeRoom fresh(s, PolicyConfig{});
+  auto whole = fresh.Take(0, 8, false, 1, FreeRoom::Stay{4.0, 0.1});
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_FALSE(fresh.NodeDeclined(1));
-  Capacity any(s, PolicyConfig{});
-  EXPECT_EQ(any.Take(0, 1, false, 1, Capacity::Stay{4.0, kNoLimit}).size(), 1u);
+  FreeRoom any(s, PolicyConfig{});
+  EXPECT_EQ(any.Take(0, 1, false, 1, FreeRoom::Stay{4.0, kNoLimit}).size(), 1u);
 }
 
-TEST(CapacityTest, BigGangsSpanTheFewestNodesOfOnePool) {
+TEST(FreeRoomTest, BigGangsSpanTheFewestNodesOfOnePool) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
   s.running = {MakeRunning(10, 10, 1, 4)};  // free: 4, 8, 8
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   auto parts = cap.Take(0, 12, true);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].node, 2);  // a whole node first,
@@ -112,12 +112,12 @@ TEST(CapacityTest, BigGangsSpanTheFewestNodesOfOnePool) {
   EXPECT_EQ(cap.FreeGpus(0), 8);
 }
 
-TEST(CapacityTest, AMultiNodeGangTakesOnePartOnEachOfDistinctNodes) {
+TEST(FreeRoomTest, AMultiNodeGangTakesOnePartOnEachOfDistinctNodes) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand)};
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8), MakeNode(3, 1, 8)};
   s.running = {MakeRunning(10, 10, 1, 4), MakeRunning(11, 11, 2, 6)};  // free: 4, 2, 8
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   // 2 x 4: node 2 (2 free) cannot hold a part, so nodes 1 (the fullest that fits) and 3,
   // even though node 3 alone has room for both parts.
   EXPECT_TRUE(cap.CanHost(0, 8, false, 2));
@@ -138,14 +138,14 @@ TEST(CapacityTest, AMultiNodeGangTakesOnePartOnEachOfDistinctNodes) {
   EXPECT_FALSE(cap.CanHost(0, 4, false, 4));
 }
 
-TEST(CapacityTest, AGangOnNewNodesNeedsAWholeNodePerPart) {
+TEST(FreeRoomTest, AGangOnNewNodesNeedsAWholeNodePerPart) {
   model::Snapshot s;
   model::Pool p = MakePool(1, "p", CapacityKind::kOnDemand);
   p.elastic = true;
   p.node_gpus = 8;
   p.max_gpus = 32;
   s.pools = {p};
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   EXPECT_EQ(cap.NewGpusFor(0, 8, 2), 16);  // 2 x 4 takes two 8-GPU nodes
   EXPECT_EQ(cap.NewGpusFor(0, 8, 1), 8);
   EXPECT_TRUE(cap.CanHost(0, 8, false, 2));
@@ -153,12 +153,12 @@ TEST(CapacityTest, AGangOnNewNodesNeedsAWholeNodePerPart) {
   EXPECT_FALSE(cap.CanHost(0, 40, false, 5));  // 5 x 8: 40 GPUs, over max_gpus
 }
 
-TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
+TEST(FreeRoomTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 10)};
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8, "l4", 24), MakeNode(3, 7, 4)};
   s.running = {MakeRunning(10, 10, 1, 6)};
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   ASSERT_EQ(cap.size(), 3);       // the pool, its odd l4 node, unknown pool 7
   EXPECT_EQ(cap.FreeGpus(0), 2);  // 2 free on node 1 (the cap leaves 10 - 6)
   EXPECT_EQ(cap.FreeGpus(1), 4);  // 8 free, but it shares the cap: 10 - 6
@@ -169,30 +169,30 @@ TEST(CapacityTest, MaxGpusCapsThePoolAndOddNodesGetTheirOwnEntry) {
   EXPECT_EQ(cap.FreeGpus(0), 1);
 }
 
-TEST(CapacityTest, NodesUnderNoticeAndClosedNodesOfferNothing) {
+TEST(FreeRoomTest, NodesUnderNoticeAndClosedNodesOfferNothing) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kSpot)};
   s.nodes = {MakeNode(1, 1, 8), MakeNode(2, 1, 8)};
   s.nodes[0].under_notice = true;
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   EXPECT_EQ(cap.FreeGpus(0), 8);
   cap.Close(2);
   EXPECT_EQ(cap.FreeGpus(0), 0);
   EXPECT_TRUE(cap.NodeClosed(1));
 }
 
-TEST(CapacityTest, ElasticPoolsGrowUpToMaxGpus) {
+TEST(FreeRoomTest, ElasticPoolsGrowUpToMaxGpus) {
   model::Snapshot s;
   s.pools = {MakePool(1, "p", CapacityKind::kOnDemand, "a100", 3.0, 1.0, 80, 24)};
   s.pools[0].elastic = true;
   s.nodes = {MakeNode(1, 1, 8)};
-  Capacity cap(s, PolicyConfig{});
+  FreeRoom cap(s, PolicyConfig{});
   EXPECT_EQ(cap.NewCapacity(0), 16);
   cap.UseNew(0, 10);
   EXPECT_EQ(cap.NewCapacity(0), 6);
 }
 
-TEST(CapacityTest, EtaIsTheEarliestExpectedEnd) {
+TEST(FreeRoomTest, EtaIsTheEarliestExpectedEnd) {
   model::Snapshot s;
   s.now = T0();
   s.pools = {MakePool(1, "p", CapacityKind::kReserved)};
@@ -201,9 +201,9 @@ TEST(CapacityTest, EtaIsTheEarliestExpectedEnd) {
   a.estimate = 3h;
   auto b = MakeRunning(11, 11, 1, 4);  // default 1h estimate: overdue, assume 10m
   s.running = {a};
-  EXPECT_NEAR(Capacity(s, PolicyConfig{}).entry(0).eta_hours, 1.0, 1e-9);
+  EXPECT_NEAR(FreeRoom(s, PolicyConfig{}).entry(0).eta_hours, 1.0, 1e-9);
   s.running = {a, b};
-  EXPECT_NEAR(Capacity(s, PolicyConfig{}).entry(0).eta_hours, 10.0 / 60, 1e-9);
+  EXPECT_NEAR(FreeRoom(s, PolicyConfig{}).entry(0).eta_hours, 10.0 / 60, 1e-9);
 }
 
 }  // namespace

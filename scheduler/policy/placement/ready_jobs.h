@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "scheduler/model/snapshot.h"
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 #include "scheduler/policy/placement/cost_model.h"
 #include "scheduler/policy/placement/priority.h"
 #include "scheduler/policy/placement/spot_book.h"
@@ -34,17 +34,17 @@ struct JobView {
 
 // The safe alternative's price per GPU per reference hour for a job that fits `fits`: the
 // cheapest on-demand pool (0: none).
-double OnDemandRefPrice(const Capacity& capacity, const std::vector<char>& fits);
+double OnDemandRefPrice(const FreeRoom& capacity, const std::vector<char>& fits);
 // The learned decision for a deadline job `view` (pending) on spot entry `e`, or empty.
 std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& view,
                                        const PoolEntry& spot, double od_ref_price,
                                        const PolicyConfig& config);
 
 // Option rates of every job, flat: rate(j, o) < 0 means "not allowed".
-class JobOptions {
+class ReadyJobs {
  public:
   // `book`: the learned spot controller's tables; null decides by the rules alone.
-  JobOptions(const model::Snapshot& snapshot, const Capacity& capacity, const PolicyConfig& config,
+  ReadyJobs(const model::Snapshot& snapshot, const FreeRoom& capacity, const PolicyConfig& config,
              const SpotBook* book = nullptr);
 
   int jobs() const { return static_cast<int>(views_.size()); }
@@ -57,7 +57,7 @@ class JobOptions {
   int Nodes(int j, int o) const;
 
  private:
-  const Capacity& capacity_;
+  const FreeRoom& capacity_;
   const PolicyConfig& config_;
   int options_ = 0;
   std::vector<JobView> views_;

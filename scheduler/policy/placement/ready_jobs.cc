@@ -1,4 +1,4 @@
-#include "scheduler/policy/placement/job_options.h"
+#include "scheduler/policy/placement/ready_jobs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +20,7 @@ std::string FitKey(const model::PendingJob& j) {
 
 }  // namespace
 
-double OnDemandRefPrice(const Capacity& cap, const std::vector<char>& fits) {
+double OnDemandRefPrice(const FreeRoom& cap, const std::vector<char>& fits) {
   double best = 0;
   for (int e = 0; e < cap.size(); ++e) {
     const model::Pool& p = cap.entry(e).pool;
@@ -48,7 +48,7 @@ std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& v,
   return book.Decide(spot.pool, job);
 }
 
-JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const PolicyConfig& config,
+ReadyJobs::ReadyJobs(const model::Snapshot& s, const FreeRoom& cap, const PolicyConfig& config,
                        const SpotBook* book)
     : capacity_(cap), config_(config), options_(2 * cap.size()) {
   std::vector<const model::PendingJob*> ready;
@@ -180,7 +180,7 @@ JobOptions::JobOptions(const model::Snapshot& s, const Capacity& cap, const Poli
   }
 }
 
-int JobOptions::Nodes(int j, int o) const {
+int ReadyJobs::Nodes(int j, int o) const {
   const PoolEntry& pe = capacity_.entry(OptionEntry(o));
   int gpus = views_[j].work.gpus;
   if (views_[j].work.nodes > 1) return views_[j].work.nodes;
@@ -188,7 +188,7 @@ int JobOptions::Nodes(int j, int o) const {
                                                 : NodesSpanned(gpus, pe.largest_node);
 }
 
-Estimate JobOptions::EstimateFor(int j, int o) const {
+Estimate ReadyJobs::EstimateFor(int j, int o) const {
   return EstimateOn(views_[j].work, capacity_.entry(OptionEntry(o)).pool, Nodes(j, o),
                     OptionIsNew(o));
 }

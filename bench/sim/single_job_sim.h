@@ -22,7 +22,7 @@
 namespace frugal::sim {
 
 // What a controller sees at the start of a step, after any reclaim in that step.
-struct JobView {
+struct StepView {
   const Market* market = nullptr;
   const JobShape* job = nullptr;
   int t = 0;                 // steps since submission
@@ -50,7 +50,7 @@ class Controller {
   virtual void Reset() {}
   // Where the job should be during this step: kIdle, kOnDemand or a zone that is up.
   // Returning view.where keeps it there (no new launch).
-  virtual int Decide(const JobView& view) = 0;
+  virtual int Decide(const StepView& view) = 0;
 };
 
 // Per step of a recorded run: where the job was and what it did.

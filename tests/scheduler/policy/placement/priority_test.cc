@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "policy_test_util.h"
+#include "tests/scheduler/policy/policy_test_util.h"
 
 namespace frugal::policy {
 namespace {

@@ -36,9 +36,9 @@ inline bool ReleasedWhenIdle(const model::Pool& pool) {
   return pool.kind != model::CapacityKind::kReserved && pool.idle_timeout.count() > 0;
 }
 
-class Capacity {
+class FreeRoom {
  public:
-  Capacity(const model::Snapshot& snapshot, const PolicyConfig& config);
+  FreeRoom(const model::Snapshot& snapshot, const PolicyConfig& config);
 
   struct Slice {
     model::NodeId node = 0;

@@ -1,11 +1,11 @@
-#include "bench/sim/engine.h"
+#include "bench/sim/single_job_sim.h"
 
 namespace frugal::sim {
 
 RunResult RunJob(const Market& m, const JobShape& job, Controller& c, bool record) {
   RunResult r;
   c.Reset();
-  JobView v;
+  StepView v;
   v.market = &m;
   v.job = &job;
   int run_in_attempt = 0;

@@ -3,7 +3,7 @@
 // on-demand a100 $3/h (node 20); spot a100 $1/h, 0.1 reclaims per node-hour, down.
 #include <gtest/gtest.h>
 
-#include "cost_policy_fixture.h"
+#include "tests/scheduler/policy/placement/cost_policy_fixture.h"
 
 namespace frugal::policy {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/sim/cluster.h"
+#include "bench/sim/cluster_sim.h"
 
 #include <algorithm>
 #include <map>

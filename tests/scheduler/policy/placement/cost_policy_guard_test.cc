@@ -2,7 +2,7 @@
 // preemption without storms, and the wait option. Same defaults as cost_policy_test.cc.
 #include <gtest/gtest.h>
 
-#include "cost_policy_fixture.h"
+#include "tests/scheduler/policy/placement/cost_policy_fixture.h"
 #include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy {

@@ -1,4 +1,4 @@
-#include "scheduler/policy/placement/capacity.h"
+#include "scheduler/policy/placement/free_room.h"
 
 #include <algorithm>
 #include <climits>
@@ -13,7 +13,7 @@ namespace {
 constexpr long long kUncapped = LLONG_MAX / 4;
 }  // namespace
 
-Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
+FreeRoom::FreeRoom(const model::Snapshot& s, const PolicyConfig& config) {
   std::vector<const model::Pool*> pools;
   for (const auto& p : s.pools) pools.push_back(&p);
   std::sort(pools.begin(), pools.end(), [](auto* a, auto* b) { return a->id < b->id; });
@@ -116,7 +116,7 @@ Capacity::Capacity(const model::Snapshot& s, const PolicyConfig& config) {
   }
 }
 
-bool Capacity::MayReturnFor(int e, int gpus, bool multi_node, int nodes) const {
+bool FreeRoom::MayReturnFor(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
   if (!pe.returns || pe.pool.max_gpus < gpus) return false;
   if (nodes > 1)
@@ -125,12 +125,12 @@ bool Capacity::MayReturnFor(int e, int gpus, bool multi_node, int nodes) const {
   return multi_node || pe.pool.node_gpus <= 0 || gpus <= pe.pool.node_gpus;
 }
 
-int Capacity::NodeIndex(model::NodeId id) const {
+int FreeRoom::NodeIndex(model::NodeId id) const {
   auto it = node_index_.find(id);
   return it == node_index_.end() ? -1 : it->second;
 }
 
-void Capacity::SetFree(int idx, int free) {
+void FreeRoom::SetFree(int idx, int free) {
   NodeState& ns = nodes_[idx];
   auto& buckets = by_free_[ns.entry];
   if (ns.free > 0) {
@@ -143,20 +143,20 @@ void Capacity::SetFree(int idx, int free) {
   if (free > 0 && !ns.closed) buckets[free].insert(idx);
 }
 
-int Capacity::EntryOfPool(model::PoolId id) const {
+int FreeRoom::EntryOfPool(model::PoolId id) const {
   auto it = entry_of_pool_.find(id);
   return it == entry_of_pool_.end() ? -1 : it->second;
 }
 
-int Capacity::Headroom(int e) const {
+int FreeRoom::Headroom(int e) const {
   int a = entries_[e].account;
   return static_cast<int>(
       std::clamp(account_cap_[a] - account_used_[a], 0LL, static_cast<long long>(INT_MAX)));
 }
 
-int Capacity::FreeGpus(int e) const { return std::min(free_sum_[e], Headroom(e)); }
+int FreeRoom::FreeGpus(int e) const { return std::min(free_sum_[e], Headroom(e)); }
 
-int Capacity::Usable(int e, int gpus, bool multi_node, int nodes) const {
+int FreeRoom::Usable(int e, int gpus, bool multi_node, int nodes) const {
   if (gpus <= 0) return 0;
   int head = Headroom(e) / gpus * gpus;
   if (nodes > 1) {
@@ -181,23 +181,23 @@ int Capacity::Usable(int e, int gpus, bool multi_node, int nodes) const {
   return static_cast<int>(std::min<long long>(usable, head));
 }
 
-int Capacity::NewCapacity(int e) const {
+int FreeRoom::NewCapacity(int e) const {
   const PoolEntry& pe = entries_[e];
   if (pe.derived || !pe.pool.elastic || pe.pool.max_gpus <= 0) return 0;
   long long room = pe.pool.max_gpus - account_live_[pe.account] - account_new_[pe.account];
   return static_cast<int>(std::clamp(room, 0LL, static_cast<long long>(INT_MAX)));
 }
 
-void Capacity::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
+void FreeRoom::UseNew(int e, int gpus) { account_new_[entries_[e].account] += gpus; }
 
-int Capacity::NewGpusFor(int e, int gpus, int nodes, int held) const {
+int FreeRoom::NewGpusFor(int e, int gpus, int nodes, int held) const {
   const int node = entries_[e].pool.node_gpus;
   if (nodes <= 1) return gpus;
   const int parts = std::max(0, nodes - held);
   return parts * (node <= 0 ? gpus / nodes : std::max(node, gpus / nodes));
 }
 
-int Capacity::PartsFree(int e, int gpus, int nodes) const {
+int FreeRoom::PartsFree(int e, int gpus, int nodes) const {
   if (nodes <= 1 || gpus <= 0) return 0;
   const int per = gpus / nodes;
   int hosts = 0;
@@ -206,7 +206,7 @@ int Capacity::PartsFree(int e, int gpus, int nodes) const {
   return std::min(hosts, Headroom(e) / std::max(1, per));
 }
 
-void Capacity::HoldParts(int e, int gpus, int nodes, int parts) {
+void FreeRoom::HoldParts(int e, int gpus, int nodes, int parts) {
   if (nodes <= 1 || parts <= 0) return;
   const int per = gpus / nodes;
   std::vector<int> chosen;  // chosen before any is held, as Take does
@@ -225,7 +225,7 @@ void Capacity::HoldParts(int e, int gpus, int nodes, int parts) {
   account_used_[entries_[e].account] += static_cast<long long>(chosen.size()) * per;
 }
 
-bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {
+bool FreeRoom::CanHost(int e, int gpus, bool multi_node, int nodes) const {
   const PoolEntry& pe = entries_[e];
   if (nodes > 1) {
     // Live nodes (not under notice) that each hold a part, or new ones the pool may add.
@@ -241,11 +241,11 @@ bool Capacity::CanHost(int e, int gpus, bool multi_node, int nodes) const {
   return NewCapacity(e) >= gpus && (node <= 0 || gpus <= node || multi_node);
 }
 
-std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, int nodes) {
+std::vector<FreeRoom::Slice> FreeRoom::Take(int e, int gpus, bool multi_node, int nodes) {
   return Take(e, gpus, multi_node, nodes, Stay{});
 }
 
-std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, int nodes,
+std::vector<FreeRoom::Slice> FreeRoom::Take(int e, int gpus, bool multi_node, int nodes,
                                             const Stay& stay) {
   std::vector<Slice> out;
   if (gpus <= 0 || Headroom(e) < gpus || free_sum_[e] < gpus) return out;
@@ -299,7 +299,7 @@ std::vector<Capacity::Slice> Capacity::Take(int e, int gpus, bool multi_node, in
   return out;
 }
 
-int Capacity::PickNode(int e, int gpus, const Stay& stay) {
+int FreeRoom::PickNode(int e, int gpus, const Stay& stay) {
   const auto& buckets = by_free_[e];
   auto it = buckets.lower_bound(gpus);
   if (it == buckets.end()) return -1;
@@ -328,12 +328,12 @@ int Capacity::PickNode(int e, int gpus, const Stay& stay) {
   return -1;
 }
 
-bool Capacity::NodeDeclined(model::NodeId node) const {
+bool FreeRoom::NodeDeclined(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx >= 0 && nodes_[idx].declined;
 }
 
-void Capacity::Close(model::NodeId node) {
+void FreeRoom::Close(model::NodeId node) {
   int idx = NodeIndex(node);
   if (idx < 0) return;
   SetFree(idx, 0);
@@ -341,27 +341,27 @@ void Capacity::Close(model::NodeId node) {
   nodes_[idx].busy = true;
 }
 
-bool Capacity::NodeClosed(model::NodeId node) const {
+bool FreeRoom::NodeClosed(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx < 0 || nodes_[idx].closed;
 }
 
-const model::Node* Capacity::NodeById(model::NodeId node) const {
+const model::Node* FreeRoom::NodeById(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx < 0 ? nullptr : nodes_[idx].node;
 }
 
-int Capacity::EntryOfNode(model::NodeId node) const {
+int FreeRoom::EntryOfNode(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx < 0 ? -1 : nodes_[idx].entry;
 }
 
-int Capacity::NodeFree(model::NodeId node) const {
+int FreeRoom::NodeFree(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx < 0 ? 0 : nodes_[idx].free;
 }
 
-bool Capacity::NodeBusy(model::NodeId node) const {
+bool FreeRoom::NodeBusy(model::NodeId node) const {
   int idx = NodeIndex(node);
   return idx >= 0 && nodes_[idx].busy;
 }

@@ -4,7 +4,7 @@
 // at most (node 30 when it is up).
 #include <gtest/gtest.h>
 
-#include "cost_policy_fixture.h"
+#include "tests/scheduler/policy/placement/cost_policy_fixture.h"
 #include "scheduler/policy/placement/migration.h"
 
 namespace frugal::policy {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "cost_policy_fixture.h"
+#include "tests/scheduler/policy/placement/cost_policy_fixture.h"
 #include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy {

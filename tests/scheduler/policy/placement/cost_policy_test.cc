@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cost_policy_fixture.h"
+#include "tests/scheduler/policy/placement/cost_policy_fixture.h"
 #include "scheduler/policy/placement/fifo_policy.h"
 
 namespace frugal::policy {

@@ -8,7 +8,7 @@
 // or reclaim (startup included), per GPU; reserved GPUs are a fixed cost for the window
 // whether used or not. A zone that goes down reclaims every node in it at once: checkpointed
 // jobs resume from their latest checkpoint (plus a restore), restartable jobs start over.
-// Money is double dollars (a benchmark estimate, not a ledger; see engine.h).
+// Money is double dollars (a benchmark estimate, not a ledger; see single_job_sim.h).
 #pragma once
 
 #include <string>

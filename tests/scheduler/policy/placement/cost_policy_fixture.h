@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "policy_test_util.h"
+#include "tests/scheduler/policy/policy_test_util.h"
 #include "scheduler/policy/placement/cost_policy.h"
 
 namespace frugal::policy::testing {
