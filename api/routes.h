@@ -8,7 +8,9 @@
 #include <optional>
 #include <vector>
 
-#include "api/codec.h"
+#include "api/codec_admin.h"
+#include "api/codec_costs.h"
+#include "api/codec_jobs.h"
 #include "api/handler_lanes.h"
 #include "api/ready_check.h"
 #include "api/server.h"
@@ -123,34 +125,18 @@ class ArrayDeps {
   std::map<std::int64_t, std::vector<model::JobId>> tasks_;
   std::int64_t stored_ = 0;
 };
-// Text PostgreSQL can store: UTF-8 without NUL.
-bool IsStorableText(const std::string& s);
 void RegisterAdminRoutes(Router& server, Context& ctx);
 // routes_audit.cc (called by RegisterAdminRoutes): tokens list/revoke, audit, apply.
 void RegisterAdminAuditRoutes(Router& server, Context& ctx);
 // routes_nodes.cc (called by RegisterAdminRoutes): node list, drain, undrain, remove.
 void RegisterNodeRoutes(Router& server, Context& ctx);
-json EncodeNode(const store::NodeInfo& n);
 // routes_availability.cc (called by RegisterAdminRoutes): a spot pool's availability
 // history import and its learned model (decision 0023).
 void RegisterAvailabilityRoutes(Router& server, Context& ctx);
-// routes_admin.cc: pools and quotas as the API reads and writes them (apply reuses them).
-json EncodePool(const model::Pool& p);
-StatusOr<model::Pool> DecodePool(const json& body);
-json EncodeQuota(const std::string& team, const store::QuotaSpec& q);
-StatusOr<store::QuotaSpec> DecodeQuota(const json& body);
-// routes_budgets.cc, routes_guardrails.cc: the codecs apply shares with the single routes.
-StatusOr<store::BudgetSpec> DecodeBudget(const json& body);
-// A partial update: what the body names replaces the value in `s`; the rest stays.
-Status MergeSettings(const json& body, model::GuardrailSettings& s);
 void RegisterWorkerRoutes(Router& server, Context& ctx);
 void RegisterPlacementRoutes(Router& server, Context& ctx);
 void RegisterReportRoutes(Router& server, Context& ctx);
 void RegisterBudgetRoutes(Router& server, Context& ctx);  // routes_budgets.cc
-// Adds to a submit response what the job is expected to cost (the quote's recommended pool)
-// and, if the caller's team has a budget, what it had left before the job was stored.
-void EncodeOutlook(const policy::Quote& quote, const std::optional<store::BudgetStatus>& budget,
-                   json& out);
 // routes_metrics.cc: GET /metrics (Prometheus text) and GET /openapi.yaml.
 void RegisterMetricsRoutes(Router& server, Context& ctx);
 // routes_dashboard.cc: the JSON views the dashboard needs (overview, job timeline, cost
@@ -158,22 +144,12 @@ void RegisterMetricsRoutes(Router& server, Context& ctx);
 void RegisterDashboardRoutes(Router& server, Context& ctx);
 void RegisterWebRoutes(Router& server, Context& ctx);
 
-// routes_placement.cc: the quote as JSON (submit admission itself is
-// service::SubmitService's).
-json EncodeQuote(const policy::Quote& quote);
 
 // routes_guardrails.cc: admin guardrail routes, and a finished job's right-sizing advice
 // (null when none). The submit-time rules are service::SubmitService's.
 void RegisterGuardrailRoutes(Router& server, Context& ctx);
 StatusOr<json> JobRightSizing(Context& ctx, const store::JobDetail& detail);
-json EncodeRightSizing(const policy::RightSizing& advice);
 
-// Rejects fields of `body` not in `allowed`, naming the first unknown one.
-Status CheckFields(const json& body, std::initializer_list<const char*> allowed);
-// body[field] as the given type, or InvalidArgument naming the field.
-StatusOr<std::string> RequiredString(const json& body, const char* field);
-StatusOr<std::int64_t> RequiredInt(const json& body, const char* field, std::int64_t lo,
-                                   std::int64_t hi);
 // A positive integer path segment (job or attempt id).
 StatusOr<std::int64_t> ParseId(const std::string& text, const char* field);
 

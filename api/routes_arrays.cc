@@ -11,26 +11,6 @@ namespace frugal::api {
 
 namespace {
 
-json EncodeArray(const store::ArraySummary& a) {
-  return {{"id", a.id},
-          {"name", a.name},
-          {"team", a.team},
-          {"user", a.user},
-          {"first", a.first},
-          {"last", a.last},
-          {"step", a.step},
-          {"task_count", a.task_count},
-          {"max_running", a.max_running ? json(*a.max_running) : json(nullptr)},
-          {"created_at", FormatRfc3339(a.created_at)},
-          {"states", a.states},
-          {"first_job", a.first_job},
-          {"last_job", a.last_job},
-          {"cost", FormatDollars(a.cost, true)},
-          {"cost_micros", a.cost},
-          {"wasted", FormatDollars(a.lost, true)},
-          {"wasted_micros", a.lost}};
-}
-
 // A list of array ids (`after_arrays`), each a positive integer.
 StatusOr<std::vector<std::int64_t>> ArrayIds(const json& body, const char* field) {
   std::vector<std::int64_t> out;

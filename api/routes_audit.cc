@@ -4,32 +4,11 @@
 #include <cstdlib>
 
 #include "api/routes.h"
+#include "api/webhook_sender.h"
 
 namespace frugal::api {
 
 namespace {
-
-json EncodeToken(const store::TokenInfo& t) {
-  // Never the secret or its hash: only who it is for and whether it still works.
-  return {{"id", t.id},
-          {"role", store::ToString(t.role)},
-          {"team", t.team},
-          {"user", t.user},
-          {"created_at", FormatRfc3339(t.created_at)},
-          {"revoked_at", t.revoked_at ? json(FormatRfc3339(*t.revoked_at)) : json(nullptr)}};
-}
-
-json EncodeAudit(const store::AuditEntry& e) {
-  return {{"id", e.id},
-          {"at", FormatRfc3339(e.at)},
-          {"token_id", e.token_id ? json(*e.token_id) : json(nullptr)},
-          {"user", e.user},
-          {"team", e.team},
-          {"action", e.action},
-          {"subject", e.subject},
-          {"before", json::parse(e.before)},
-          {"after", json::parse(e.after)}};
-}
 
 // `path` in front of a decoder's error, so the admin finds the key in the file.
 Status AtPath(const Status& st, const std::string& path) {
@@ -63,7 +42,9 @@ StatusOr<store::BudgetSpec> DecodeTeamBudget(json b) {
   if (!b.is_object()) return InvalidArgument("must be a mapping of budget fields");
   if (b.contains("limit") && b["limit"].is_number_integer())
     b["limit"] = std::to_string(b["limit"].get<long long>());
-  return DecodeBudget(b);
+  ASSIGN_OR_RETURN(auto budget, DecodeBudget(b));
+  if (!budget.webhook_url.empty()) RETURN_IF_ERROR(CheckWebhookUrl(budget.webhook_url));
+  return budget;
 }
 
 StatusOr<store::DesiredState> DecodeCluster(const json& body, Context& ctx) {

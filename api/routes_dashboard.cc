@@ -15,29 +15,6 @@ constexpr int kInterruptions = 20;
 constexpr int kDefaultBuckets = 24;
 constexpr int kMaxBuckets = 96;
 
-json Money(Micros m) { return FormatDollars(m, true); }
-
-json OptTime(const std::optional<Timestamp>& t) {
-  return t ? json(FormatRfc3339(*t)) : json(nullptr);
-}
-
-json EncodeInterruption(const store::Interruption& x) {
-  return {{"job", x.job},
-          {"job_name", x.job_name},
-          {"team", x.team},
-          {"attempt", x.attempt},
-          {"pool", x.pool},
-          {"node", x.node},
-          {"reason", x.reason},
-          {"cause", x.cause},
-          {"ended_at", FormatRfc3339(x.ended_at)},
-          {"lost", Money(x.lost)},
-          {"lost_micros", x.lost},
-          {"next_attempt", x.next_attempt ? json(*x.next_attempt) : json(nullptr)},
-          {"next_pool", x.next_attempt ? json(x.next_pool) : json(nullptr)},
-          {"next_started_at", OptTime(x.next_started_at)}};
-}
-
 StatusOr<Reply> Overview(Context& ctx, const store::Principal& who) {
   ASSIGN_OR_RETURN(auto m, ctx.store.LoadMetrics());
   json pools = json::array();
@@ -117,14 +94,6 @@ StatusOr<std::optional<Timestamp>> TimeParam(const httplib::Request& req, const 
   return std::optional<Timestamp>(*t);
 }
 
-json EncodeRows(const store::CostReport& rep) {
-  json rows = json::array();
-  for (const auto& r : rep.rows) {
-    rows.push_back({{"key", r.key}, {"spend_micros", r.spend}, {"wasted_micros", r.wasted}});
-  }
-  return rows;
-}
-
 // The whole window's report first (it settles the default from/to in database time), then
 // one report per bucket. Buckets share their edges and the ledger's F telescopes, so the
 // buckets' spend adds up exactly to the window's total.
@@ -159,7 +128,7 @@ StatusOr<Reply> Series(Context& ctx, const httplib::Request& req, const store::P
     ASSIGN_OR_RETURN(auto rep, ctx.costs.Cost(b));
     out.push_back({{"from", FormatRfc3339(*b.from)},
                    {"to", FormatRfc3339(*b.to)},
-                   {"rows", EncodeRows(rep)},
+                   {"rows", EncodeCostRows(rep)},
                    {"spend_micros", rep.total.spend},
                    {"wasted_micros", rep.total.wasted}});
   }

@@ -12,20 +12,6 @@ namespace {
 
 StatusOr<model::JobId> ParseJobId(const std::string& text) { return ParseId(text, "id"); }
 
-// A job of the list with its timeline in short (null pool and zero money before its first
-// attempt); the same names and figures as GET /v1/jobs/{id}/timeline's totals.
-json EncodeJobListItem(const model::Job& job, const store::JobSummary* summary) {
-  const store::JobSummary none;
-  const auto& s = summary ? *summary : none;
-  json out = EncodeJob(job);
-  out["pool"] = summary ? json(s.pool) : json(nullptr);
-  out["cost"] = FormatDollars(s.cost, true);
-  out["cost_micros"] = s.cost;
-  out["wasted"] = FormatDollars(s.lost, true);
-  out["wasted_micros"] = s.lost;
-  return out;
-}
-
 StatusOr<store::JobFilter> ParseFilter(const httplib::Request& req, const store::Principal& who) {
   RETURN_IF_ERROR(
       CheckQueryParams(req, {"state", "team", "user", "label", "limit", "cursor", "array"}));
@@ -154,18 +140,6 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
 }
 
 }  // namespace
-
-// Query strings and headers are raw bytes; PostgreSQL text and jsonb take only UTF-8
-// without NUL. nlohmann's strict encoder is the UTF-8 check the store's JSON would apply.
-bool IsStorableText(const std::string& s) {
-  if (s.find('\0') != std::string::npos) return false;
-  try {
-    (void)json(s).dump();
-  } catch (const json::type_error&) {
-    return false;
-  }
-  return true;
-}
 
 void RegisterJobRoutes(Router& s, Context& ctx) {
   s.Get("/healthz", Route(ctx, Access::kPublic, [](auto&, auto&) -> StatusOr<Reply> {

@@ -7,65 +7,6 @@
 
 namespace frugal::api {
 
-namespace {
-
-json OptTime(const std::optional<Timestamp>& t) {
-  return t ? json(FormatRfc3339(*t)) : json(nullptr);
-}
-
-// Whole seconds from `t` to the row's database time; null when there is no `t`.
-json AgeSeconds(const std::optional<Timestamp>& t, Timestamp as_of) {
-  if (!t) return nullptr;
-  return std::chrono::duration_cast<Seconds>(as_of - *t).count();
-}
-
-}  // namespace
-
-json EncodeNode(const store::NodeInfo& n) {
-  return {{"id", n.id},
-          {"name", n.name},
-          {"pool", n.pool},
-          {"gpus", n.gpus},
-          {"gpu_type", n.gpu_type},
-          {"gpu_mem_gb", n.gpu_mem_gb},
-          {"state", n.state},
-          {"drain", n.drain.empty() ? json(nullptr) : json(n.drain)},
-          {"drained_by", n.drained_by ? json(*n.drained_by) : json(nullptr)},
-          {"drained_at", OptTime(n.drained_at)},
-          {"notice_at", OptTime(n.notice_at)},
-          {"lease_epoch", n.lease_epoch},
-          {"registered_at", FormatRfc3339(n.registered_at)},
-          {"last_heartbeat_at", OptTime(n.last_heartbeat_at)},
-          {"lease_expires_at", FormatRfc3339(n.lease_expires_at)},
-          // The lease's age: seconds since a heartbeat last renewed it (since registration
-          // when none has).
-          {"lease_age_seconds",
-           AgeSeconds(n.last_heartbeat_at ? n.last_heartbeat_at : n.registered_at, n.as_of)},
-          {"running_attempts", n.running_attempts},
-          {"gpu_utilization", n.gpu_utilization ? json(*n.gpu_utilization) : json(nullptr)},
-          {"credential_issued_at", OptTime(n.credential_issued_at)},
-          {"credential_age_seconds", AgeSeconds(n.credential_issued_at, n.as_of)}};
-}
-
-json EncodeInstance(const store::Instance& x) {
-  return {{"id", x.id},
-          {"pool", x.pool},
-          {"node", x.node},
-          {"instance_id", x.instance_id.empty() ? json(nullptr) : json(x.instance_id)},
-          {"state", store::ToString(x.state)},
-          {"leaked", x.leaked},
-          {"gpus", x.gpus},
-          {"price_per_gpu_hour", FormatDollars(x.rate_micros_per_gpu_hour)},
-          {"requested_at", FormatRfc3339(x.requested_at)},
-          {"created_at", OptTime(x.created_at)},
-          {"registered_at", OptTime(x.registered_at)},
-          {"ended_at", OptTime(x.ended_at)},
-          {"reason", x.reason},
-          {"detail", x.detail},
-          {"cost", FormatDollars(x.cost_micros, true)},
-          {"cost_micros", x.cost_micros}};
-}
-
 void RegisterNodeRoutes(Router& s, Context& ctx) {
   // The exec provider's cloud instances: those not gone, and with ?all=true every one ever
   // made, with what each cost and a total to hold against the cloud's bill.

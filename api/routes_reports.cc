@@ -9,23 +9,6 @@ namespace frugal::api {
 
 namespace {
 
-json EncodeRow(const store::CostRow& r) {
-  json row = {{"key", r.key},
-              {"spend", FormatDollars(r.spend, true)},
-              {"spend_micros", r.spend},
-              {"useful", FormatDollars(r.spend - r.wasted, true)},
-              {"wasted", FormatDollars(r.wasted, true)},
-              {"wasted_micros", r.wasted},
-              {"gpu_hours", r.gpu_hours},
-              {"jobs", r.jobs},
-              {"succeeded_jobs", r.succeeded_jobs},
-              {"on_demand_equivalent", FormatDollars(r.on_demand_equivalent, true)},
-              {"spot_savings", FormatDollars(r.spot_savings, true)}};
-  row["cost_per_successful_job"] =
-      r.succeeded_jobs > 0 ? json(FormatDollars(r.spend / r.succeeded_jobs, true)) : json(nullptr);
-  return row;
-}
-
 StatusOr<std::optional<Timestamp>> OptionalTime(const httplib::Request& req, const char* name) {
   if (!req.has_param(name)) return std::optional<Timestamp>();
   auto t = ParseRfc3339(req.get_param_value(name));
@@ -77,7 +60,7 @@ void RegisterReportRoutes(Router& s, Context& ctx) {
           q.team = VisibleTeam(*who);
           ASSIGN_OR_RETURN(auto rep, ctx.costs.Cost(q));
           json rows = json::array();
-          for (const auto& r : rep.rows) rows.push_back(EncodeRow(r));
+          for (const auto& r : rep.rows) rows.push_back(EncodeCostRow(r));
           json pools = json::array();
           for (const auto& p : rep.pools) {
             pools.push_back({{"pool", p.pool},
@@ -95,7 +78,7 @@ void RegisterReportRoutes(Router& s, Context& ctx) {
                              {"from", FormatRfc3339(rep.from)},
                              {"to", FormatRfc3339(rep.to)},
                              {"rows", rows},
-                             {"total", EncodeRow(rep.total)},
+                             {"total", EncodeCostRow(rep.total)},
                              {"pools", pools},
                              {"right_sizing", right_sizing}}};
         }));

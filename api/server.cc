@@ -266,44 +266,6 @@ Status CheckQueryParams(const httplib::Request& req, std::initializer_list<const
   return Status::Ok();
 }
 
-Status CheckFields(const json& body, std::initializer_list<const char*> allowed) {
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || it.key() == a;
-    if (!ok) {
-      return InvalidArgument("unknown field '" + it.key().substr(0, 64) + "'",
-                             it.key().substr(0, 64));
-    }
-  }
-  return Status::Ok();
-}
-
-StatusOr<std::string> RequiredString(const json& body, const char* field) {
-  if (!body.contains(field)) return InvalidArgument(std::string(field) + ": is required", field);
-  if (!body[field].is_string()) {
-    return InvalidArgument(std::string(field) + ": must be a string", field);
-  }
-  // PostgreSQL text cannot hold NUL: refuse it here, where the field is known.
-  std::string value = body[field].get<std::string>();
-  if (value.find('\0') != std::string::npos) {
-    return InvalidArgument(std::string(field) + ": must not contain NUL characters", field);
-  }
-  return value;
-}
-
-StatusOr<std::int64_t> RequiredInt(const json& body, const char* field, std::int64_t lo,
-                                   std::int64_t hi) {
-  if (!body.contains(field)) return InvalidArgument(std::string(field) + ": is required", field);
-  const json& v = body[field];
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > 1ULL << 62) ||
-      v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
-    return InvalidArgument(std::string(field) + ": must be an integer between " +
-                               std::to_string(lo) + " and " + std::to_string(hi),
-                           field);
-  }
-  return v.get<std::int64_t>();
-}
-
 StatusOr<std::int64_t> ParseId(const std::string& text, const char* field) {
   if (text.empty() || text.size() > 18 ||
       text.find_first_not_of("0123456789") != std::string::npos || text[0] == '0') {

@@ -1,4 +1,4 @@
-#include "api/codec.h"
+#include "api/codec_jobs.h"
 
 #include <gtest/gtest.h>
 

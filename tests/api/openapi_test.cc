@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/codec.h"
+#include "api/codec_jobs.h"
 #include "api/server.h"
 #include "scheduler/service/advisor.h"
 #include "scheduler/engine/engine.h"

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/codec.h"
+#include "api/codec_jobs.h"
 #include "api/json_limits.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -1,5 +1,5 @@
-// JSON codec of the REST API v1: decodes and validates untrusted request bodies into model
-// values, and encodes model values for responses. Pure: no I/O, `now` is a parameter.
+// The jobs' JSON codec of the REST API v1: decodes and validates an untrusted job spec, and
+// encodes jobs, their details, list items and arrays for responses. Pure: no I/O, no clock.
 // Every validation error names the offending field (Status::field()).
 #pragma once
 
@@ -7,17 +7,13 @@
 
 #include <string>
 
+#include "api/codec_json.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "scheduler/model/job.h"
 #include "scheduler/store/job_store.h"
 
 namespace frugal::api {
-
-using nlohmann::json;
-
-// Parses `body` after CheckJsonLimits; it must be a JSON object.
-StatusOr<json> ParseObject(const std::string& body);
 
 // Validates a submit request. Unknown fields, wrong types and out-of-range values are
 // InvalidArgument. Whether a deadline can still be met is admission's to say, in database
@@ -26,9 +22,8 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body);
 
 json EncodeJob(const model::Job& job);
 json EncodeJobDetail(const store::JobDetail& detail);
-json EncodeError(const Status& status);
-
-// Checks a name of a team or user against the schema's pattern; `field` names it.
-Status ValidateName(const std::string& value, const std::string& field, bool allow_upper);
+// A job as `GET /v1/jobs` lists it; `summary` (may be null) adds its cost and attempts.
+json EncodeJobListItem(const model::Job& job, const store::JobSummary* summary);
+json EncodeArray(const store::ArraySummary& array);
 
 }  // namespace frugal::api

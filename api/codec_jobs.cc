@@ -1,4 +1,4 @@
-#include "api/codec.h"
+#include "api/codec_jobs.h"
 
 #include <algorithm>
 #include <regex>
@@ -16,31 +16,27 @@ std::string KeyPrefix(const std::string& key, size_t n = 64) {
   return key.substr(0, n);
 }
 
-Status Bad(const std::string& field, const std::string& msg) {
-  return InvalidArgument(field + ": " + msg, field);
-}
-
 const char* TypeName(const json& v) { return v.type_name(); }
 
 StatusOr<std::string> GetString(const json& v, const std::string& field, size_t max_len,
                                 bool allow_empty = true) {
-  if (!v.is_string()) return Bad(field, std::string("must be a string, got ") + TypeName(v));
+  if (!v.is_string()) return FieldError(field, std::string("must be a string, got ") + TypeName(v));
   auto s = v.get<std::string>();
-  if (s.size() > max_len) return Bad(field, "longer than " + std::to_string(max_len) + " characters");
-  if (!allow_empty && s.empty()) return Bad(field, "must not be empty");
-  if (s.find('\0') != std::string::npos) return Bad(field, "must not contain NUL characters");
+  if (s.size() > max_len) return FieldError(field, "longer than " + std::to_string(max_len) + " characters");
+  if (!allow_empty && s.empty()) return FieldError(field, "must not be empty");
+  if (s.find('\0') != std::string::npos) return FieldError(field, "must not contain NUL characters");
   return s;
 }
 
 StatusOr<long long> GetInt(const json& v, const std::string& field, long long lo, long long hi) {
   if (!v.is_number_integer()) {
-    return Bad(field, std::string("must be an integer, got ") + TypeName(v));
+    return FieldError(field, std::string("must be an integer, got ") + TypeName(v));
   }
   long long n = v.is_number_unsigned() && v.get<unsigned long long>() > 1ULL << 62
                     ? hi + 1
                     : v.get<long long>();
   if (n < lo || n > hi) {
-    return Bad(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
                           ", got " + v.dump());
   }
   return n;
@@ -48,8 +44,8 @@ StatusOr<long long> GetInt(const json& v, const std::string& field, long long lo
 
 StatusOr<std::vector<std::string>> GetStringArray(const json& v, const std::string& field,
                                                   size_t max_items, size_t max_len) {
-  if (!v.is_array()) return Bad(field, std::string("must be an array, got ") + TypeName(v));
-  if (v.size() > max_items) return Bad(field, "more than " + std::to_string(max_items) + " items");
+  if (!v.is_array()) return FieldError(field, std::string("must be an array, got ") + TypeName(v));
+  if (v.size() > max_items) return FieldError(field, "more than " + std::to_string(max_items) + " items");
   std::vector<std::string> out;
   for (size_t i = 0; i < v.size(); ++i) {
     ASSIGN_OR_RETURN(auto s, GetString(v[i], field + "[" + std::to_string(i) + "]", max_len));
@@ -61,12 +57,12 @@ StatusOr<std::vector<std::string>> GetStringArray(const json& v, const std::stri
 StatusOr<std::map<std::string, std::string>> GetStringMap(const json& v, const std::string& field,
                                                           size_t max_items, const std::regex& key_re,
                                                           const char* key_rule, size_t max_value) {
-  if (!v.is_object()) return Bad(field, std::string("must be an object, got ") + TypeName(v));
-  if (v.size() > max_items) return Bad(field, "more than " + std::to_string(max_items) + " entries");
+  if (!v.is_object()) return FieldError(field, std::string("must be an object, got ") + TypeName(v));
+  if (v.size() > max_items) return FieldError(field, "more than " + std::to_string(max_items) + " entries");
   std::map<std::string, std::string> out;
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string sub = field + "." + KeyPrefix(it.key());
-    if (!std::regex_match(it.key(), key_re)) return Bad(sub, std::string("key must match ") + key_rule);
+    if (!std::regex_match(it.key(), key_re)) return FieldError(sub, std::string("key must match ") + key_rule);
     ASSIGN_OR_RETURN(out[it.key()], GetString(it.value(), sub, max_value));
   }
   return out;
@@ -88,14 +84,6 @@ const std::set<std::string>& KnownSubmitFields() {
 
 }  // namespace
 
-StatusOr<json> ParseObject(const std::string& body) {
-  if (body.empty()) return InvalidArgument("request body is empty; send a JSON object");
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument("request body is not valid JSON");
-  if (!j.is_object()) return InvalidArgument(std::string("request body must be a JSON object, got ") + j.type_name());
-  return j;
-}
-
 StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (!KnownSubmitFields().count(it.key())) {
@@ -104,9 +92,9 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   }
   model::JobSpec s;
   auto has = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
-  if (!has("command")) return Bad("command", "is required: the program and its arguments as an array");
+  if (!has("command")) return FieldError("command", "is required: the program and its arguments as an array");
   ASSIGN_OR_RETURN(s.command, GetStringArray(body["command"], "command", 256, 8192));
-  if (s.command.empty() || s.command[0].empty()) return Bad("command", "must name a program");
+  if (s.command.empty() || s.command[0].empty()) return FieldError("command", "must name a program");
   if (has("name")) {
     ASSIGN_OR_RETURN(s.name, GetString(body["name"], "name", 128));
   }
@@ -135,7 +123,7 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
     ASSIGN_OR_RETURN(long long n, GetInt(body["nodes"], "nodes", 1, 64));
     s.nodes = static_cast<int>(n);
     if (s.gpus % s.nodes != 0) {
-      return Bad("nodes", "gpus (" + std::to_string(s.gpus) + ", the gang's total) must be a " +
+      return FieldError("nodes", "gpus (" + std::to_string(s.gpus) + ", the gang's total) must be a " +
                               "multiple of nodes (" + std::to_string(s.nodes) +
                               "); give gpus = nodes x GPUs per node");
     }
@@ -143,12 +131,12 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   if (has("gpu_types")) {
     ASSIGN_OR_RETURN(s.gpu_types, GetStringArray(body["gpu_types"], "gpu_types", 16, 64));
     for (size_t i = 0; i < s.gpu_types.size(); ++i) {
-      if (s.gpu_types[i].empty()) return Bad("gpu_types[" + std::to_string(i) + "]", "must not be empty");
+      if (s.gpu_types[i].empty()) return FieldError("gpu_types[" + std::to_string(i) + "]", "must not be empty");
     }
   }
   if (has("min_gpu_mem_gb")) {
     if (!s.gpu_types.empty()) {
-      return Bad("min_gpu_mem_gb", "give either gpu_types or min_gpu_mem_gb, not both");
+      return FieldError("min_gpu_mem_gb", "give either gpu_types or min_gpu_mem_gb, not both");
     }
     ASSIGN_OR_RETURN(long long m, GetInt(body["min_gpu_mem_gb"], "min_gpu_mem_gb", 1, 4096));
     s.min_gpu_mem_gb = static_cast<int>(m);
@@ -156,12 +144,12 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   if (has("priority")) {
     ASSIGN_OR_RETURN(s.priority, GetString(body["priority"], "priority", 32));
     auto rank = model::PriorityRank(s.priority);
-    if (!rank.ok()) return Bad("priority", rank.status().message());
+    if (!rank.ok()) return FieldError("priority", rank.status().message());
   }
   if (has("tolerance")) {
     ASSIGN_OR_RETURN(auto t, GetString(body["tolerance"], "tolerance", 32));
     auto tol = model::ParseTolerance(t);
-    if (!tol.ok()) return Bad("tolerance", tol.status().message());
+    if (!tol.ok()) return FieldError("tolerance", tol.status().message());
     s.tolerance = *tol;
   }
   if (has("estimate_seconds")) {
@@ -175,7 +163,7 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
                      GetSeconds(body["checkpoint_interval_seconds"], "checkpoint_interval_seconds"));
   }
   if (s.estimate && s.max_runtime && *s.max_runtime < *s.estimate) {
-    return Bad("max_runtime_seconds", "is shorter than estimate_seconds");
+    return FieldError("max_runtime_seconds", "is shorter than estimate_seconds");
   }
   if (has("max_attempts")) {
     ASSIGN_OR_RETURN(long long m, GetInt(body["max_attempts"], "max_attempts", 1, 100));
@@ -186,8 +174,8 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
     if (!has(field)) continue;
     const json& a = body[field];
     if (!a.is_array())
-      return Bad(field, std::string("must be an array of job ids, got ") + a.type_name());
-    if (a.size() > 256) return Bad(field, "more than 256 dependencies");
+      return FieldError(field, std::string("must be an array of job ids, got ") + a.type_name());
+    if (a.size() > 256) return FieldError(field, "more than 256 dependencies");
     for (size_t i = 0; i < a.size(); ++i) {
       ASSIGN_OR_RETURN(long long id,
                        GetInt(a[i], std::string(field) + "[" + std::to_string(i) + "]", 1,
@@ -197,12 +185,12 @@ StatusOr<model::JobSpec> DecodeJobSpec(const json& body) {
   }
   for (auto id : s.after_any) {
     if (std::find(s.after.begin(), s.after.end(), id) != s.after.end())
-      return Bad("after_any", "job " + std::to_string(id) + " is also in after; list it once");
+      return FieldError("after_any", "job " + std::to_string(id) + " is also in after; list it once");
   }
   if (has("deadline")) {
     ASSIGN_OR_RETURN(auto text, GetString(body["deadline"], "deadline", 64));
     auto t = ParseRfc3339(text);
-    if (!t.ok()) return Bad("deadline", t.status().message());
+    if (!t.ok()) return FieldError("deadline", t.status().message());
     s.deadline = *t;  // whether it can be met is admission's (service::CheckDeadline)
   }
   return s;
@@ -289,21 +277,38 @@ json EncodeJobDetail(const store::JobDetail& d) {
   return out;
 }
 
-json EncodeError(const Status& st) {
-  return json{{"error",
-               {{"code", StatusCodeName(st.code())},
-                {"message", st.message()},
-                {"field", st.field().empty() ? json(nullptr) : json(st.field())}}}};
+// A job of the list with its timeline in short (null pool and zero money before its first
+// attempt); the same names and figures as GET /v1/jobs/{id}/timeline's totals.
+json EncodeJobListItem(const model::Job& job, const store::JobSummary* summary) {
+  const store::JobSummary none;
+  const auto& s = summary ? *summary : none;
+  json out = EncodeJob(job);
+  out["pool"] = summary ? json(s.pool) : json(nullptr);
+  out["cost"] = FormatDollars(s.cost, true);
+  out["cost_micros"] = s.cost;
+  out["wasted"] = FormatDollars(s.lost, true);
+  out["wasted_micros"] = s.lost;
+  return out;
 }
 
-Status ValidateName(const std::string& value, const std::string& field, bool allow_upper) {
-  static const std::regex kLower("[a-z0-9][a-z0-9_.-]{0,62}");
-  static const std::regex kAny("[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}");
-  if (!std::regex_match(value, allow_upper ? kAny : kLower)) {
-    return Bad(field, allow_upper ? "must match [A-Za-z0-9][A-Za-z0-9_.@-]* (at most 128)"
-                                  : "must match [a-z0-9][a-z0-9_.-]* (at most 63)");
-  }
-  return Status::Ok();
+json EncodeArray(const store::ArraySummary& a) {
+  return {{"id", a.id},
+          {"name", a.name},
+          {"team", a.team},
+          {"user", a.user},
+          {"first", a.first},
+          {"last", a.last},
+          {"step", a.step},
+          {"task_count", a.task_count},
+          {"max_running", a.max_running ? json(*a.max_running) : json(nullptr)},
+          {"created_at", FormatRfc3339(a.created_at)},
+          {"states", a.states},
+          {"first_job", a.first_job},
+          {"last_job", a.last_job},
+          {"cost", FormatDollars(a.cost, true)},
+          {"cost_micros", a.cost},
+          {"wasted", FormatDollars(a.lost, true)},
+          {"wasted_micros", a.lost}};
 }
 
 }  // namespace frugal::api
