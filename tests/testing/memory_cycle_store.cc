@@ -1,6 +1,7 @@
 #include "tests/testing/memory_cycle_store.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 namespace frugal::testing {
@@ -30,6 +31,7 @@ model::JobId MemoryCluster::AddJob(model::PendingJob job, int max_attempts) {
   Job row;
   row.row = std::move(job);
   row.max_attempts = max_attempts;
+  row.updated_at = row.row.created_at;
   jobs_[id] = std::move(row);
   return id;
 }
@@ -55,6 +57,75 @@ std::string MemoryCluster::ReasonOf(model::JobId id) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = jobs_.find(id);
   return it == jobs_.end() ? "" : it->second.row.reason;
+}
+
+void MemoryCluster::EventLocked(Job& job, const std::string& kind, model::JobState from,
+                                model::JobState to, const std::string& message) {
+  const Timestamp now = clock_.Now();
+  job.events.push_back({next_event_id_++, job.row.id, now, kind,
+                        kind == "submitted" ? "" : model::ToString(from), model::ToString(to),
+                        message});
+  job.updated_at = now;
+}
+
+std::vector<model::PendingJob> MemoryCluster::PendingLocked() const {
+  // A throttled array's pending tasks may take its room (max_running less those running),
+  // lowest index first; the rest wait unseen.
+  std::map<std::int64_t, int> room;
+  for (const auto& [id, a] : arrays_) {
+    if (a.max_running) room[id] = *a.max_running;
+  }
+  std::map<std::int64_t, std::vector<std::pair<int, model::JobId>>> throttled;
+  for (const auto& [id, j] : jobs_) {
+    if (!j.array_id || !room.count(*j.array_id)) continue;
+    if (j.state == model::JobState::kRunning) --room[*j.array_id];
+    if (j.state == model::JobState::kPending) {
+      throttled[*j.array_id].push_back({*j.array_index, id});
+    }
+  }
+  std::set<model::JobId> allowed;
+  for (auto& [array, tasks] : throttled) {
+    std::sort(tasks.begin(), tasks.end());
+    for (int i = 0; i < room[array] && i < static_cast<int>(tasks.size()); ++i) {
+      allowed.insert(tasks[i].second);
+    }
+  }
+  const auto open = [&](model::JobId dep) {
+    const auto it = jobs_.find(dep);
+    return it != jobs_.end() && (it->second.state == model::JobState::kPending ||
+                                 it->second.state == model::JobState::kHeld ||
+                                 it->second.state == model::JobState::kRunning);
+  };
+  const auto failed = [&](model::JobId dep) {
+    const auto it = jobs_.find(dep);
+    return it != jobs_.end() && (it->second.state == model::JobState::kFailed ||
+                                 it->second.state == model::JobState::kCancelled ||
+                                 it->second.state == model::JobState::kTimedOut);
+  };
+  std::vector<model::PendingJob> out;
+  for (const auto& [id, j] : jobs_) {
+    if (j.state != model::JobState::kPending) continue;
+    if (j.array_id && room.count(*j.array_id) && !allowed.count(id)) continue;
+    model::PendingJob p = j.row;
+    for (const auto* deps : {&j.spec.after, &j.spec.after_any}) {
+      for (model::JobId d : *deps) {
+        if (open(d)) p.waiting_for.push_back(d);
+      }
+    }
+    std::sort(p.waiting_for.begin(), p.waiting_for.end());
+    p.waiting_for.erase(std::unique(p.waiting_for.begin(), p.waiting_for.end()),
+                        p.waiting_for.end());
+    for (model::JobId d : j.spec.after) {  // after_any is not in spec.after (the queue port)
+      if (failed(d) && (!p.failed_dependency || d < *p.failed_dependency)) {
+        p.failed_dependency = d;
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.priority_rank, a.id) < std::tie(b.priority_rank, b.id);
+  });
+  return out;
 }
 
 Status MemoryCycleStore::FenceLocked() const {
@@ -105,15 +176,20 @@ void MemoryCycleStore::EndAttemptLocked(MemoryCluster::Attempt& a, model::Attemp
                                         const std::string& node) {
   MemoryCluster& c = *cluster_;
   a.ended = true;
+  a.ended_at = c.clock_.Now();
+  a.end_reason = model::ToString(end);
   auto& job = c.jobs_.at(a.row.job_id);
   for (const auto& [id, other] : c.attempts_) {
     if (other.row.job_id == a.row.job_id && !other.ended) return;  // a gang part still runs
   }
   const model::Transition t = model::AfterAttempt(
-      {job.failures, job.max_attempts, false, a.row.idle_requeues}, {end, std::nullopt, node});
+      {job.failures, job.max_attempts, job.cancel_requested, a.row.idle_requeues},
+      {end, std::nullopt, node});
+  c.EventLocked(job, "state_changed", job.state, t.to, t.reason);
   job.state = t.to;
   job.row.reason = t.reason;
   job.failures = t.failures;
+  if (model::IsTerminal(t.to)) job.finished_at = c.clock_.Now();
 }
 
 StatusOr<std::vector<store::LostNode>> MemoryCycleStore::SweepLostNodes() {
@@ -146,41 +222,33 @@ StatusOr<model::Snapshot> MemoryCycleStore::LoadSnapshot(const store::PendingWin
   s.now = c.clock_.Now();
   // Each team's first `per_team` ready and first `per_team` waiting jobs in claim order;
   // of those the first `max_pending`, every team's n-th before any team's (n+1)-th.
-  std::vector<const model::PendingJob*> pending;
-  for (const auto& [id, j] : c.jobs_) {
-    if (j.state == model::JobState::kPending) pending.push_back(&j.row);
-  }
-  const auto claim = [](const model::PendingJob* a, const model::PendingJob* b) {
-    return std::tie(a->priority_rank, a->id) < std::tie(b->priority_rank, b->id);
-  };
-  std::sort(pending.begin(), pending.end(), claim);
+  std::vector<model::PendingJob> pending = c.PendingLocked();
   std::map<std::pair<model::TeamId, bool>, int> taken;
-  std::vector<std::pair<int, const model::PendingJob*>> window_rows;  // (rank in team, job)
-  for (const auto* j : pending) {
-    int& n = taken[{j->team_id, j->waiting_for.empty()}];
-    if (n < window.per_team) window_rows.push_back({n++, j});
+  std::vector<std::pair<int, std::size_t>> window_rows;  // (rank in team, index in pending)
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    int& n = taken[{pending[i].team_id, pending[i].waiting_for.empty()}];
+    if (n < window.per_team) window_rows.push_back({n++, i});
   }
   std::stable_sort(window_rows.begin(), window_rows.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   if (static_cast<int>(window_rows.size()) > window.max_pending) {
     window_rows.resize(window.max_pending);
   }
-  std::vector<const model::PendingJob*> all = std::move(pending);
-  pending.clear();
-  for (const auto& [rank, j] : window_rows) pending.push_back(j);
+  std::vector<std::size_t> chosen;
+  for (const auto& [rank, i] : window_rows) chosen.push_back(i);
   // The focus job, in its place, when the window did not reach it.
-  for (const auto* j : all) {
-    if (window.focus && j->id == *window.focus &&
-        std::find(pending.begin(), pending.end(), j) == pending.end())
-      pending.push_back(j);
+  for (std::size_t i = 0; window.focus && i < pending.size(); ++i) {
+    if (pending[i].id == *window.focus &&
+        std::find(chosen.begin(), chosen.end(), i) == chosen.end())
+      chosen.push_back(i);
   }
-  std::sort(pending.begin(), pending.end(), claim);
-  for (const auto* j : pending) s.pending.push_back(*j);
+  std::sort(chosen.begin(), chosen.end());  // `pending` is in claim order
+  for (std::size_t i : chosen) s.pending.push_back(std::move(pending[i]));
 
   for (const auto& [id, a] : c.attempts_) {
     if (a.ended) continue;
     model::RunningAttempt r = a.row;
-    r.stopping = a.stop_ordered;
+    r.stopping = a.stop_ordered || c.jobs_.at(a.row.job_id).cancel_requested;
     s.running.push_back(std::move(r));
   }
   for (const auto& [id, n] : c.nodes_) {
@@ -224,6 +292,8 @@ StatusOr<store::AppliedPlan> MemoryCycleStore::ApplyPlan(const model::Plan& plan
       return nt != c.nodes_.end() && c.LiveLocked(nt->second) && !nt->second.node.under_notice;
     });
     if (!all_live) continue;
+    ++job.attempts;
+    int rank = 0;
     for (const model::Assignment* a : ps) {
       const model::Node& node = c.nodes_.at(a->node_id).node;
       MemoryCluster::Attempt at;
@@ -240,8 +310,12 @@ StatusOr<store::AppliedPlan> MemoryCycleStore::ApplyPlan(const model::Plan& plan
       at.row.deadline = job.row.deadline;
       at.row.estimate = job.row.estimate;
       at.row.started_at = c.clock_.Now();
+      at.number = job.attempts;
+      at.rank = rank++;
       c.attempts_[at.row.attempt_id] = std::move(at);
     }
+    c.EventLocked(job, "state_changed", job.state, model::JobState::kRunning, ps.front()->reason);
+    if (!job.started_at) job.started_at = c.clock_.Now();
     job.state = model::JobState::kRunning;
     job.row.reason = ps.front()->reason;
     ++out.started;
@@ -255,6 +329,8 @@ StatusOr<store::AppliedPlan> MemoryCycleStore::ApplyPlan(const model::Plan& plan
   for (const auto& h : plan.holds) {
     const auto jt = c.jobs_.find(h.job_id);
     if (jt != c.jobs_.end() && jt->second.state == model::JobState::kPending) {
+      c.EventLocked(jt->second, "state_changed", model::JobState::kPending, model::JobState::kHeld,
+                    h.reason);
       jt->second.state = model::JobState::kHeld;
       jt->second.row.reason = h.reason;
     }
