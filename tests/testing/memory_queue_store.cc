@@ -359,6 +359,22 @@ StatusOr<store::JobPage> MemoryQueueStore::ListJobs(const store::JobFilter& f) {
   return page;
 }
 
+StatusOr<store::QueuePosition> MemoryQueueStore::PendingAhead(JobId id) {
+  const MemoryCluster& c = *cluster_;
+  std::lock_guard<std::mutex> lock(c.mu_);
+  const auto it = c.jobs_.find(id);
+  if (it == c.jobs_.end() || it->second.state != model::JobState::kPending)
+    return NotFound("job " + std::to_string(id) + " is not pending");
+  const int rank = it->second.row.priority_rank;
+  store::QueuePosition out;
+  for (const auto& [other, row] : c.jobs_) {
+    if (row.state != model::JobState::kPending || other == id) continue;
+    if (row.row.priority_rank < rank) ++out.higher_pending;
+    if (row.row.priority_rank == rank) ++out.same_class_pending;
+  }
+  return out;
+}
+
 StatusOr<store::JobDetail> MemoryQueueStore::GetJob(JobId id,
                                                     std::optional<model::TeamId> visible_team) {
   const MemoryCluster& c = *cluster_;

@@ -43,6 +43,7 @@ class MemoryQueueStore final : public store::QueueStore {
   StatusOr<store::JobPage> ListJobs(const store::JobFilter& filter) override;
   StatusOr<store::JobDetail> GetJob(model::JobId id,
                                     std::optional<model::TeamId> visible_team) override;
+  StatusOr<store::QueuePosition> PendingAhead(model::JobId id) override;
   StatusOr<model::Job> CancelJob(model::JobId id, std::optional<model::TeamId> visible_team,
                                  const std::string& actor) override;
 

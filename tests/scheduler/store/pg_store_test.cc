@@ -409,27 +409,6 @@ TEST_F(PgStoreTest, CancelEndsPendingJobsAndRefusesEndedOnes) {
   EXPECT_EQ(d->events[1].to_state, "cancelled");
 }
 
-TEST_F(PgStoreTest, PendingAheadCountsTheWholeQueueNotAWindow) {
-  Principal alice = Researcher("vision", "alice");
-  Principal bob = Researcher("speech", "bob");
-  auto req = [&](const std::string& name, const std::string& priority) {
-    SubmitRequest r = Req(name);
-    r.spec.priority = priority;
-    return r;
-  };
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->Submit(bob, req("h" + std::to_string(i), "high")).ok());
-  auto mine = store_->Submit(alice, req("mine", "normal"));
-  ASSERT_TRUE(mine.ok());
-  ASSERT_TRUE(store_->Submit(bob, req("n", "normal")).ok());
-  ASSERT_TRUE(store_->Submit(alice, req("low", "low")).ok());
-  auto ahead = store_->PendingAhead(mine->job.id);
-  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
-  EXPECT_EQ(ahead->higher_pending, 3);      // bob's high jobs, whichever team
-  EXPECT_EQ(ahead->same_class_pending, 1);  // bob's normal one; the low one is behind
-  ASSERT_TRUE(store_->CancelJob(mine->job.id, std::nullopt, "alice").ok());
-  EXPECT_EQ(store_->PendingAhead(mine->job.id).status().code(), StatusCode::kNotFound);
-}
-
 TEST_F(PgStoreTest, DependenciesMustExistAndBeVisible) {
   Principal alice = Researcher("vision", "alice");
   Principal bob = Researcher("nlp", "bob");

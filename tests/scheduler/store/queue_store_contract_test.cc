@@ -498,6 +498,26 @@ TYPED_TEST(QueueStoreContractTest, CancelEndsAWaitingJobOnceAndOnlyInItsTeam) {
 
 // Across ports: what the queue stores is what the cycle plans. Held, cancelled and
 // throttled jobs are not in the snapshot; a dependency still open is its waiting_for.
+TYPED_TEST(QueueStoreContractTest, PendingAheadCountsTheWholeQueueByClass) {
+  const Principal alice = this->b_.Researcher("vision", "alice");
+  const Principal bob = this->b_.Researcher("speech", "bob");
+  auto req = [&](const std::string& name, const std::string& priority) {
+    SubmitRequest r = this->Request(name);
+    r.spec.priority = priority;
+    return r;
+  };
+  for (int i = 0; i < 3; ++i) this->Submit(bob, req("h" + std::to_string(i), "high"));
+  const JobId mine = this->Submit(alice, req("mine", "normal"));
+  this->Submit(bob, req("n", "normal"));
+  this->Submit(alice, req("low", "low"));
+  auto ahead = this->queue().PendingAhead(mine);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  EXPECT_EQ(ahead->higher_pending, 3);      // bob's high jobs, whichever team
+  EXPECT_EQ(ahead->same_class_pending, 1);  // bob's normal one; the low one is behind
+  ASSERT_TRUE(this->queue().CancelJob(mine, std::nullopt, "alice").ok());
+  EXPECT_EQ(this->queue().PendingAhead(mine).status().code(), StatusCode::kNotFound);
+}
+
 TYPED_TEST(QueueStoreContractTest, TheCyclesSnapshotPlansWhatTheQueueStored) {
   SubmitRequest big = this->Request("big");
   big.spec.gpus = 4;
