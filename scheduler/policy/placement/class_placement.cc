@@ -198,215 +198,275 @@ bool GrowFor(FreeRoom& cap, int e, const Work& work, JobResult& res) {
 
 }  // namespace
 
-void PlaceClass(const std::vector<int>& jobs_in, const ReadyJobs& opts, FreeRoom& cap,
-                Timestamp now, const PolicyConfig& config, std::vector<JobResult>& results) {
-  const int options = opts.options();
-  std::vector<int> jobs = jobs_in;
-  std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
-    const JobView &va = opts.view(a), &vb = opts.view(b);
-    if (va.priority.score != vb.priority.score) return va.priority.score > vb.priority.score;
-    return va.job->id < vb.job->id;
-  });
-  RoomCache room(cap, options, config.spread_large_jobs);
+namespace {
 
-  // 1. Each job's best option with room now, and its cost of staying unplaced.
-  std::vector<Prep> preps;
-  for (int j : jobs) {
-    const Work& work = opts.view(j).work;
-    double best = kInf, cheapest_shut = kInf;
-    int best_o = -1, shut_o = -1;
-    bool any = false;
-    for (int o = 0; o < options; ++o) {
-      double r = opts.rate(j, o);
-      if (r < 0) continue;
-      any = true;
-      if (room.Has(o, work)) {
-        if (r < best) best = r, best_o = o;
-      } else if (!OptionIsNew(o) && r < cheapest_shut) {
-        cheapest_shut = r, shut_o = o;
-      }
-    }
-    JobResult& res = results[j];
-    if (!any) {
-      res.outcome = PlacementOutcome::kNoOption;
-      continue;
-    }
-    Prep p;
-    p.job = j;
-    p.alt_option = best_o;
-    p.unplaced = kUnplacedPenalty * (1 + opts.view(j).tier);
-    if (best_o < 0) {
-      // Nothing has room: not a choice to wait, but blocked (and a preemption candidate).
-      res.outcome = PlacementOutcome::kNoCapacity;
-      continue;
-    }
-    // A gang whose best is to grow a pool where some of its parts fit live nodes takes
-    // them now: in the flow they are live GPUs any job may take, and the gang's new-node
-    // bin would be short by what they hold.
-    if (work.nodes > 1 && OptionIsNew(best_o) &&
-        cap.PartsFree(OptionEntry(best_o), work.gpus, work.nodes) > 0 &&
-        GrowFor(cap, OptionEntry(best_o), work, res)) {
-      res.option = best_o;
-      res.alt_option = best_o;
-      continue;
-    }
-    if (shut_o >= 0 && cheapest_shut < best) {
-      ConsiderWaiting(opts, cap, now, config, j, shut_o, best_o, best, p);
-    }
-    preps.push_back(p);
+// One class's placement (PlaceClass) in its six steps, which share this state. Single use:
+// construct, then Run once.
+class ClassPlacer {
+ public:
+  ClassPlacer(const ReadyJobs& opts, FreeRoom& cap, Timestamp now, const PolicyConfig& config,
+              std::vector<JobResult>& results)
+      : opts_(opts),
+        cap_(cap),
+        now_(now),
+        config_(config),
+        results_(results),
+        options_(opts.options()),
+        room_(cap, options_, config.spread_large_jobs) {}
+
+  // `jobs` best score first.
+  void Run(const std::vector<int>& jobs) {
+    Prepare(jobs);
+    if (preps_.empty()) return;
+    GroupRows();
+    Round(SolveFlow());
+    Pack();
+    Repair();
   }
-  if (preps.empty()) return;
+
+ private:
+  // 1. Each job's best option with room now, and its cost of staying unplaced. Jobs with no
+  // option, or none with room, are decided here; so is a gang that takes live nodes for
+  // the parts they fit while it waits for the rest.
+  void Prepare(const std::vector<int>& jobs) {
+    for (int j : jobs) {
+      const Work& work = opts_.view(j).work;
+      double best = kInf, cheapest_shut = kInf;
+      int best_o = -1, shut_o = -1;
+      bool any = false;
+      for (int o = 0; o < options_; ++o) {
+        double r = opts_.rate(j, o);
+        if (r < 0) continue;
+        any = true;
+        if (room_.Has(o, work)) {
+          if (r < best) best = r, best_o = o;
+        } else if (!OptionIsNew(o) && r < cheapest_shut) {
+          cheapest_shut = r, shut_o = o;
+        }
+      }
+      JobResult& res = results_[j];
+      if (!any) {
+        res.outcome = PlacementOutcome::kNoOption;
+        continue;
+      }
+      Prep p;
+      p.job = j;
+      p.alt_option = best_o;
+      p.unplaced = kUnplacedPenalty * (1 + opts_.view(j).tier);
+      if (best_o < 0) {
+        // Nothing has room: not a choice to wait, but blocked (and a preemption candidate).
+        res.outcome = PlacementOutcome::kNoCapacity;
+        continue;
+      }
+      // A gang whose best is to grow a pool where some of its parts fit live nodes takes
+      // them now: in the flow they are live GPUs any job may take, and the gang's new-node
+      // bin would be short by what they hold.
+      if (work.nodes > 1 && OptionIsNew(best_o) &&
+          cap_.PartsFree(OptionEntry(best_o), work.gpus, work.nodes) > 0 &&
+          GrowFor(cap_, OptionEntry(best_o), work, res)) {
+        res.option = best_o;
+        res.alt_option = best_o;
+        continue;
+      }
+      if (shut_o >= 0 && cheapest_shut < best) {
+        ConsiderWaiting(opts_, cap_, now_, config_, j, shut_o, best_o, best, p);
+      }
+      preps_.push_back(p);
+    }
+  }
 
   // 2. Rows of jobs that would rather run now than wait; coarser rows until the flow is
   // small. Jobs that may wait for cheaper capacity take what is left, in step 6.
-  std::vector<Group> groups;
-  std::vector<int> key, waiting;
-  for (int level = 0; level < kRowLevels; ++level) {
-    groups.clear();
-    waiting.clear();
-    std::unordered_map<std::vector<int>, int, KeyHash> index;
-    for (int i = 0; i < static_cast<int>(preps.size()); ++i) {
-      if (preps[i].wait_option >= 0) {
-        waiting.push_back(i);
-        continue;
+  void GroupRows() {
+    std::vector<int> key;
+    for (int level = 0; level < kRowLevels; ++level) {
+      groups_.clear();
+      waiting_.clear();
+      std::unordered_map<std::vector<int>, int, KeyHash> index;
+      for (int i = 0; i < static_cast<int>(preps_.size()); ++i) {
+        if (preps_[i].wait_option >= 0) {
+          waiting_.push_back(i);
+          continue;
+        }
+        RowKey(opts_, room_, preps_[i].job, level, key);
+        auto [it, fresh] = index.try_emplace(key, static_cast<int>(groups_.size()));
+        if (fresh) groups_.emplace_back();
+        groups_[it->second].members.push_back(i);
       }
-      RowKey(opts, room, preps[i].job, level, key);
-      auto [it, fresh] = index.try_emplace(key, static_cast<int>(groups.size()));
-      if (fresh) groups.emplace_back();
-      groups[it->second].members.push_back(i);
+      if (static_cast<int>(groups_.size()) <= kMaxFlowRows) break;
     }
-    if (static_cast<int>(groups.size()) <= kMaxFlowRows) break;
   }
 
   // 3. The flow: rows = groups, one source arc per priority tier present, bins = options;
   // the row's best-scored member speaks for its costs.
-  FlowProblem fp;
-  fp.rows = static_cast<int>(groups.size());
-  fp.bin_capacity.resize(options);
-  for (int o = 0; o < options; ++o) {
-    int e = OptionEntry(o);
-    fp.bin_capacity[o] = OptionIsNew(o) ? cap.NewCapacity(e) : cap.FreeGpus(e);
-  }
-  std::vector<std::pair<double, int>> row_arcs;
-  for (int g = 0; g < fp.rows; ++g) {
-    const auto& members = groups[g].members;
-    int top = preps[members.front()].job;
-    const Work& work = opts.view(top).work;
-    const int gpus = work.gpus;
-    for (size_t k = 0; k < members.size();) {
-      int tier = opts.view(preps[members[k]].job).tier;
-      size_t n = 0;
-      for (; k < members.size() && opts.view(preps[members[k]].job).tier == tier; ++k) ++n;
-      fp.sources.push_back({g, static_cast<std::int64_t>(n) * gpus, (7 - tier) * kTierStep});
+  FlowSolution SolveFlow() {
+    fp_.rows = static_cast<int>(groups_.size());
+    fp_.bin_capacity.resize(options_);
+    for (int o = 0; o < options_; ++o) {
+      int e = OptionEntry(o);
+      fp_.bin_capacity[o] = OptionIsNew(o) ? cap_.NewCapacity(e) : cap_.FreeGpus(e);
     }
-    // The row's cheapest options only: each arc costs every augmentation a relaxation, and
-    // a job that would have needed a dearer one is placed by the repair step if room is left.
-    row_arcs.clear();
-    for (int o = 0; o < options; ++o) {
-      double r = opts.rate(top, o);
-      if (r >= 0 && room.Has(o, work)) row_arcs.push_back({r, o});
+    std::vector<std::pair<double, int>> row_arcs;
+    for (int g = 0; g < fp_.rows; ++g) {
+      const auto& members = groups_[g].members;
+      int top = preps_[members.front()].job;
+      const Work& work = opts_.view(top).work;
+      const int gpus = work.gpus;
+      for (size_t k = 0; k < members.size();) {
+        int tier = opts_.view(preps_[members[k]].job).tier;
+        size_t n = 0;
+        for (; k < members.size() && opts_.view(preps_[members[k]].job).tier == tier; ++k) ++n;
+        fp_.sources.push_back({g, static_cast<std::int64_t>(n) * gpus, (7 - tier) * kTierStep});
+      }
+      // The row's cheapest options only: each arc costs every augmentation a relaxation,
+      // and a job that would have needed a dearer one is placed by the repair step if room
+      // is left.
+      row_arcs.clear();
+      for (int o = 0; o < options_; ++o) {
+        double r = opts_.rate(top, o);
+        if (r >= 0 && room_.Has(o, work)) row_arcs.push_back({r, o});
+      }
+      std::sort(row_arcs.begin(), row_arcs.end());
+      if (row_arcs.size() > kMaxArcsPerRow) row_arcs.resize(kMaxArcsPerRow);
+      for (auto [r, o] : row_arcs) fp_.arcs.push_back({g, o, room_.Room(o, work), std::llround(r)});
     }
-    std::sort(row_arcs.begin(), row_arcs.end());
-    if (row_arcs.size() > kMaxArcsPerRow) row_arcs.resize(kMaxArcsPerRow);
-    for (auto [r, o] : row_arcs) fp.arcs.push_back({g, o, room.Room(o, work), std::llround(r)});
+    return SolveMinCostFlow(fp_);
   }
-  FlowSolution sol = SolveMinCostFlow(fp);
 
   // 4. Rounding: whole gangs per row and option; the cheapest option to the best scores.
-  std::vector<std::vector<int>> arcs_of(groups.size());
-  for (int a = 0; a < static_cast<int>(fp.arcs.size()); ++a) arcs_of[fp.arcs[a].row].push_back(a);
-  std::vector<std::pair<int, int>> picks;  // prep index, option
-  std::vector<int> leftovers = waiting;
-  for (int g = 0; g < fp.rows; ++g) {
-    auto& arcs = arcs_of[g];
-    std::stable_sort(arcs.begin(), arcs.end(),
-                     [&](int a, int b) { return fp.arcs[a].cost < fp.arcs[b].cost; });
-    const auto& members = groups[g].members;
-    int gpus = opts.view(preps[members.front()].job).work.gpus;
-    size_t next = 0;
-    for (int a : arcs) {
-      for (std::int64_t n = sol.arc_flow[a] / gpus; n > 0 && next < members.size(); --n)
-        picks.push_back({members[next++], fp.arcs[a].bin});
+  // What the flow left unplaced joins the jobs that may wait, for the repair step.
+  void Round(const FlowSolution& sol) {
+    std::vector<std::vector<int>> arcs_of(groups_.size());
+    for (int a = 0; a < static_cast<int>(fp_.arcs.size()); ++a)
+      arcs_of[fp_.arcs[a].row].push_back(a);
+    leftovers_ = waiting_;
+    for (int g = 0; g < fp_.rows; ++g) {
+      auto& arcs = arcs_of[g];
+      std::stable_sort(arcs.begin(), arcs.end(),
+                       [&](int a, int b) { return fp_.arcs[a].cost < fp_.arcs[b].cost; });
+      const auto& members = groups_[g].members;
+      int gpus = opts_.view(preps_[members.front()].job).work.gpus;
+      size_t next = 0;
+      for (int a : arcs) {
+        for (std::int64_t n = sol.arc_flow[a] / gpus; n > 0 && next < members.size(); --n)
+          picks_.push_back({members[next++], fp_.arcs[a].bin});
+      }
+      while (next < members.size()) leftovers_.push_back(members[next++]);
     }
-    while (next < members.size()) leftovers.push_back(members[next++]);
   }
 
   // 5. Bin packing: big gangs first, each on the fullest node that still fits it.
-  std::stable_sort(picks.begin(), picks.end(), [&](const auto& a, const auto& b) {
-    int ga = opts.view(preps[a.first].job).work.gpus, gb = opts.view(preps[b.first].job).work.gpus;
-    return ga != gb ? ga > gb : a.first < b.first;
-  });
+  void Pack() {
+    std::stable_sort(picks_.begin(), picks_.end(), [&](const auto& a, const auto& b) {
+      int ga = opts_.view(preps_[a.first].job).work.gpus;
+      int gb = opts_.view(preps_[b.first].job).work.gpus;
+      return ga != gb ? ga > gb : a.first < b.first;
+    });
+    for (auto [pi, o] : picks_) {
+      if (!TryOption(pi, o)) leftovers_.push_back(pi);
+    }
+  }
+
+  // 6. Repair, best score first: what rounding or fragmentation left over, and the jobs
+  // that may wait, on any option with room that is cheaper than not running now. A job
+  // still unplaced waits (for the capacity it chose to wait for, or for any).
+  void Repair() {
+    std::sort(leftovers_.begin(), leftovers_.end());
+    std::vector<int> order;
+    for (int pi : leftovers_) {
+      const Prep& p = preps_[pi];
+      const Work& w = opts_.view(p.job).work;
+      order.clear();
+      for (int o = 0; o < options_; ++o) {
+        double r = opts_.rate(p.job, o);
+        if (r < 0 || r >= p.unplaced) continue;
+        int e = OptionEntry(o);
+        if (OptionIsNew(o) ? cap_.NewCapacity(e) >= cap_.NewGpusFor(e, w.gpus, w.nodes,
+                                                                    cap_.PartsFree(e, w.gpus, w.nodes))
+                           : cap_.FreeGpus(e) >= w.gpus)
+          order.push_back(o);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return opts_.rate(p.job, a) < opts_.rate(p.job, b); });
+      bool done = false;
+      for (int o : order) {
+        if ((done = TryOption(pi, o))) break;
+      }
+      if (done) continue;
+      JobResult& res = results_[p.job];
+      res.outcome = p.wait_option >= 0 ? PlacementOutcome::kWaitCheaper : PlacementOutcome::kNoCapacity;
+      res.option = p.wait_option;
+      res.alt_option = p.alt_option;
+      res.eta_hours = p.eta;
+    }
+  }
+
   // How long a one-node job would hold a live node of option o's pool, and the most idle
   // GPU-hours worth keeping paid for it: a new node of the pool sized to the job costs its
   // startup, so a live node is worth more idle than that only when the pool's nodes come
   // in a fixed size (a new one would idle as much), a new node is no option, or the job
   // is late (the earliest finish wins). A job with no estimate of its own is not judged.
-  auto StayOn = [&](int j, int o) {
+  FreeRoom::Stay StayOn(int j, int o) const {
     FreeRoom::Stay stay;
-    const JobView& v = opts.view(j);
+    const JobView& v = opts_.view(j);
     const Work& work = v.work;
     if (work.nodes > 1 || !work.estimated) return stay;
     const int e = OptionEntry(o), fresh = o | 1;
-    const model::Pool& pool = cap.entry(e).pool;
-    stay.run_hours = opts.EstimateFor(j, o).run_hours;
+    const model::Pool& pool = cap_.entry(e).pool;
+    stay.run_hours = opts_.EstimateFor(j, o).run_hours;
     // Nodes still starting may not be the job's: the room for a node of its own is what is
     // left once they are counted.
-    const int room = cap.NewCapacity(e) - std::max(0, pool.requested_gpus);
-    if (pool.node_gpus <= 0 && !v.late && opts.rate(j, fresh) >= 0 && room >= work.gpus)
-      stay.max_idle_gpu_hours = work.gpus * opts.EstimateFor(j, fresh).startup_hours;
+    const int room = cap_.NewCapacity(e) - std::max(0, pool.requested_gpus);
+    if (pool.node_gpus <= 0 && !v.late && opts_.rate(j, fresh) >= 0 && room >= work.gpus)
+      stay.max_idle_gpu_hours = work.gpus * opts_.EstimateFor(j, fresh).startup_hours;
     return stay;
-  };
-  auto try_option = [&](int pi, int o) {
-    const Prep& p = preps[pi];
-    const Work& work = opts.view(p.job).work;
+  }
+
+  // Places prep `pi` on option `o` if it still has room: on live nodes, or on new ones the
+  // pool grows by. False leaves the job for a later step.
+  bool TryOption(int pi, int o) {
+    const Prep& p = preps_[pi];
+    const Work& work = opts_.view(p.job).work;
     int e = OptionEntry(o);
-    JobResult& res = results[p.job];
+    JobResult& res = results_[p.job];
     if (OptionIsNew(o)) {
-      if (!GrowFor(cap, e, work, res)) return false;
+      if (!GrowFor(cap_, e, work, res)) return false;
     } else {
-      res.slices = cap.Take(e, work.gpus, config.spread_large_jobs, work.nodes, StayOn(p.job, o));
+      res.slices = cap_.Take(e, work.gpus, config_.spread_large_jobs, work.nodes, StayOn(p.job, o));
       if (res.slices.empty()) return false;
       res.outcome = PlacementOutcome::kPlaced;
     }
     res.option = o;
     res.alt_option = p.alt_option;
     return true;
-  };
-  for (auto [pi, o] : picks) {
-    if (!try_option(pi, o)) leftovers.push_back(pi);
   }
 
-  // 6. Repair, best score first: what rounding or fragmentation left over, and the jobs
-  // that may wait, on any option with room that is cheaper than not running now.
-  std::sort(leftovers.begin(), leftovers.end());
-  std::vector<int> order;
-  for (int pi : leftovers) {
-    const Prep& p = preps[pi];
-    int gpus = opts.view(p.job).work.gpus;
-    order.clear();
-    for (int o = 0; o < options; ++o) {
-      double r = opts.rate(p.job, o);
-      if (r < 0 || r >= p.unplaced) continue;
-      int e = OptionEntry(o);
-      const Work& w = opts.view(p.job).work;
-      if (OptionIsNew(o) ? cap.NewCapacity(e) >=
-                               cap.NewGpusFor(e, w.gpus, w.nodes, cap.PartsFree(e, w.gpus, w.nodes))
-                         : cap.FreeGpus(e) >= gpus)
-        order.push_back(o);
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return opts.rate(p.job, a) < opts.rate(p.job, b); });
-    bool done = false;
-    for (int o : order) {
-      if ((done = try_option(pi, o))) break;
-    }
-    if (done) continue;
-    JobResult& res = results[p.job];
-    res.outcome = p.wait_option >= 0 ? PlacementOutcome::kWaitCheaper : PlacementOutcome::kNoCapacity;
-    res.option = p.wait_option;
-    res.alt_option = p.alt_option;
-    res.eta_hours = p.eta;
-  }
+  const ReadyJobs& opts_;
+  FreeRoom& cap_;
+  const Timestamp now_;
+  const PolicyConfig& config_;
+  std::vector<JobResult>& results_;
+  const int options_;
+  RoomCache room_;
+  std::vector<Prep> preps_;
+  std::vector<Group> groups_;
+  std::vector<int> waiting_;                 // preps that may wait: not in the flow
+  FlowProblem fp_;
+  std::vector<std::pair<int, int>> picks_;   // prep index, option
+  std::vector<int> leftovers_;               // prep indexes for the repair step
+};
+
+}  // namespace
+
+void PlaceClass(const std::vector<int>& jobs_in, const ReadyJobs& opts, FreeRoom& cap,
+                Timestamp now, const PolicyConfig& config, std::vector<JobResult>& results) {
+  std::vector<int> jobs = jobs_in;
+  std::sort(jobs.begin(), jobs.end(), [&](int a, int b) {
+    const JobView &va = opts.view(a), &vb = opts.view(b);
+    if (va.priority.score != vb.priority.score) return va.priority.score > vb.priority.score;
+    return va.job->id < vb.job->id;
+  });
+  ClassPlacer(opts, cap, now, config, results).Run(jobs);
 }
 
 }  // namespace frugal::policy
