@@ -8,10 +8,20 @@
 //   KeeperStore (keeper_store.h) the background threads' calls.
 // JobStore adds readiness and authentication. WorkerStore, CostStore and InstanceStore are
 // ports of their own. The PostgreSQL adapter (pg/pg_store.h) implements them all and is
-// the only code that knows SQL; tests/testing/memory_cycle_store.h implements CycleStore.
+// the only code that knows SQL. In tests, tests/testing/memory_cycle_store.h and
+// memory_queue_store.h implement CycleStore and QueueStore in memory, held to PgStore's
+// contract by the typed suites in tests/scheduler/store/*_contract_test.cc.
 //
+// Who depends on what: the engine takes a CycleStore&, the background threads a
+// KeeperStore&, the submit service and the API's routes a JobStore& (a route file serves
+// one role, but a request may touch two: a submit reads the pools and writes the queue).
+// Take the narrowest port that serves: a new caller of JobStore is a reason to ask why.
+//
+// Ownership: callers hold references; the composition root (scheduler/app/main.cc) owns
+// the one PgStore and outlives every user of it.
 // Threading: implementations are thread-safe; HTTP handler threads and the engine's
-// strand call them concurrently. Every method is one transaction.
+// strand call them concurrently. Every method is one transaction: it happens whole or not
+// at all, and a failure (Unavailable, a statement timeout) leaves nothing half-written.
 #pragma once
 
 #include <chrono>
