@@ -29,6 +29,18 @@ StatusOr<int> ParseInt(const std::string& key, const std::string& v, int lo, int
                          key);
 }
 
+StatusOr<Seconds> ParsePositiveDuration(const std::string& key, const std::string& v) {
+  auto d = ParseDuration(v);
+  if (!d.ok()) return InvalidArgument(key + ": " + d.status().message(), key);
+  if (d->count() < 1) return InvalidArgument(key + ": must be at least 1s", key);
+  return *d;
+}
+
+bool IsPolicyDuration(const std::string& key) {
+  return key == "min_run_time" || key == "restore_time" || key == "wait_horizon" ||
+         key == "max_wait_without_deadline" || key == "fair_share_half_life";
+}
+
 }  // namespace
 
 Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) {
@@ -77,13 +89,28 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     ASSIGN_OR_RETURN(c.max_pending_per_cycle, ParseInt(key, v, 1, 1000000));
   } else if (key == "max_pending_per_team") {
     ASSIGN_OR_RETURN(c.max_pending_per_team, ParseInt(key, v, 1, 1000000));
+  } else if (IsPolicyDuration(key)) {
+    ASSIGN_OR_RETURN(Seconds d, ParsePositiveDuration(key, v));
+    if (key == "min_run_time") c.min_run_time = d;
+    if (key == "restore_time") c.restore_time = d;
+    if (key == "wait_horizon") c.wait_horizon = d;
+    if (key == "max_wait_without_deadline") c.max_wait_without_deadline = d;
+    if (key == "fair_share_half_life") c.fair_share_half_life = d;
+  } else if (key == "max_preemptions_per_cycle") {
+    ASSIGN_OR_RETURN(c.max_preemptions_per_cycle, ParseInt(key, v, 0, 100000));
+  } else if (key == "learned_spot_control") {
+    if (v != "true" && v != "false")
+      return InvalidArgument(key + " must be true or false, got '" + v + "'", key);
+    c.learned_spot_control = v == "true";
   } else {
     return InvalidArgument("unknown configuration key '" + key +
                                "' (database_url, state_dir, listen, log_level, policy, "
                                "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
                                "max_pending_per_cycle, max_pending_per_team, lease_ttl, leader_lease_ttl, "
                                "heartbeat_interval, availability_refit_interval, worker_bin, local_workers, "
-                               "exec_pools)",
+                               "exec_pools, min_run_time, restore_time, wait_horizon, "
+                               "max_wait_without_deadline, fair_share_half_life, "
+                               "max_preemptions_per_cycle, learned_spot_control)",
                            key);
   }
   return Status::Ok();
@@ -121,7 +148,9 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
                         "policy",                "cycle_interval", "db_pool_size",
                         "max_pending_per_cycle", "max_pending_per_team", "lease_ttl", "heartbeat_interval",
                         "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl",
-                        "availability_refit_interval"};
+                        "availability_refit_interval", "min_run_time", "restore_time",
+                        "wait_horizon", "max_wait_without_deadline", "fair_share_half_life",
+                        "max_preemptions_per_cycle", "learned_spot_control"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

@@ -43,6 +43,17 @@ struct SchedulerConfig {
   // The `exec` provider: pools of cloud instances made by admin commands (YAML only).
   std::vector<ExecPoolSpec> exec_pools;
   std::string worker_bin;  // empty: frugal-worker next to frugal-scheduler
+
+  // placement/cost's knobs (scheduler/policy/policy_config.h says what each does); unset
+  // keeps the policy's default, so the defaults live in one place. The composition root
+  // (scheduler/app/policy_settings.h) copies what is set into the PolicyConfig.
+  std::optional<Seconds> min_run_time;               // no priority preemption before this
+  std::optional<Seconds> restore_time;               // resuming from a checkpoint costs this
+  std::optional<Seconds> wait_horizon;               // slack beyond which waiting is free
+  std::optional<Seconds> max_wait_without_deadline;  // a job without one waits at most this
+  std::optional<Seconds> fair_share_half_life;       // usage this old counts half
+  std::optional<int> max_preemptions_per_cycle;      // stops for priority per cycle
+  std::optional<bool> learned_spot_control;          // decide spot by the learned DP
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "scheduler/app/embedded_db.h"
 #include "scheduler/engine/engine.h"
+#include "scheduler/app/policy_settings.h"
 #include "scheduler/service/advisor.h"
 #include "scheduler/engine/availability_refitter.h"
 #include "scheduler/engine/statistics_keeper.h"
@@ -103,11 +104,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   std::string host;
   int port;
   if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
-  frugal::policy::PolicyConfig policy_config;
-  // A job asks for nodes to span them (multi_node_gangs, on): one that did not is never
-  // spread (spread_large_jobs, off by default), since its program would not know its rank
-  // (decision 0032).
-  policy_config.multi_node_gangs = true;
+  const frugal::policy::PolicyConfig policy_config = frugal::app::PolicyConfigFor(cfg);
   auto policy = frugal::policy::MakePolicy(cfg.policy, policy_config);
   if (!policy.ok()) return Fail(policy.status());
 

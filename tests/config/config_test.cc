@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 
+#include "scheduler/app/policy_settings.h"
 #include "tests/testing/temp_dir.h"
 #include "worker/worker_config.h"
 
@@ -120,6 +121,34 @@ TEST(ConfigTest, AnnotatedExampleLoads) {
   EXPECT_EQ(c->cycle_interval.count(), 2);
   EXPECT_EQ(c->leader_lease_ttl.count(), 6);
   EXPECT_EQ(c->availability_refit_interval.count(), 300);
+}
+
+TEST(ConfigTest, PolicyKnobsComeFromTheFileOrEnvironmentAndTheRestKeepTheirDefaults) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/frugal.yaml";
+  std::ofstream(path) << "min_run_time: 30m\nwait_horizon: 2h\nlearned_spot_control: false\n";
+  auto env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "FRUGAL_MAX_PREEMPTIONS_PER_CYCLE") return "4";
+    return std::nullopt;
+  };
+  auto c = LoadSchedulerConfig(path, env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const policy::PolicyConfig p = app::PolicyConfigFor(*c);
+  EXPECT_EQ(p.min_run_time, Seconds(1800));
+  EXPECT_EQ(p.wait_horizon, Seconds(7200));
+  EXPECT_FALSE(p.learned_spot_control);
+  EXPECT_EQ(p.max_preemptions_per_cycle, 4);
+  // Not set: the policy's own defaults, as the scheduler runs them.
+  const policy::PolicyConfig defaults;
+  EXPECT_EQ(p.restore_time, defaults.restore_time);
+  EXPECT_EQ(p.fair_share_half_life, defaults.fair_share_half_life);
+  EXPECT_FALSE(p.spread_large_jobs);
+  EXPECT_TRUE(p.multi_node_gangs);
+  // Mistakes name the key.
+  SchedulerConfig bad;
+  EXPECT_EQ(SetKey(bad, "restore_time", "0s").field(), "restore_time");
+  EXPECT_EQ(SetKey(bad, "learned_spot_control", "yes").field(), "learned_spot_control");
+  EXPECT_EQ(SetKey(bad, "max_preemptions_per_cycle", "-1").field(), "max_preemptions_per_cycle");
 }
 
 TEST(ConfigTest, AvailabilityRefitIntervalIsADurationOfAtLeastASecond) {
