@@ -1,19 +1,28 @@
-// `frugal admin apply|get|audit` and `frugal admin token list|revoke`: the declarative side
-// of administration. apply reads a YAML file (config/cluster.example.yaml), sends it as JSON
-// to POST /v1/admin/apply and prints the server's diff; get reads the current state back
-// as a table, JSON or YAML.
+// `frugal admin apply|diff|get|audit` and `frugal admin token list|revoke`: the declarative
+// side of administration. apply reads a YAML file (config/cluster.example.yaml), sends it as
+// JSON to POST /v1/admin/apply and prints the server's diff; get reads the current state
+// back as a table, JSON or YAML.
 #include <CLI/CLI.hpp>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
 #include "cli/yaml_json.h"
 
 namespace frugal::cli {
 
 namespace {
+
+using nlohmann::json;
+
+// The filters of `admin audit` (and `admin get audit`, which leaves them unset).
+struct AuditOptions {
+  std::string since, action;
+  std::optional<int> limit;
+};
 
 StatusOr<api::ClientResponse> GetOk(Session& s, const std::string& path) {
   ASSIGN_OR_RETURN(auto r, s.client.Get(path));
@@ -119,7 +128,7 @@ std::string QuotaTable(const json& quotas) {
   return t.empty() ? "No quotas.\n" : t.Render();
 }
 
-std::string AuditPath(const AdminOptions& o, Timestamp now) {
+std::string AuditPath(const AuditOptions& o, Timestamp now) {
   std::string path = "/v1/admin/audit?limit=" + std::to_string(o.limit.value_or(50));
   if (!o.action.empty()) path += "&action=" + api::UrlEncode(o.action);
   if (!o.since.empty()) {
@@ -132,14 +141,15 @@ std::string AuditPath(const AdminOptions& o, Timestamp now) {
   return path;
 }
 
-Status RunGet(Session& s, const AdminOptions& o) {
-  if (o.kind == "pools") {
+// `kind` is one of pools, teams, quotas, tokens or audit (filtered by `audit`).
+Status RunGet(Session& s, const std::string& kind, const AuditOptions& audit) {
+  if (kind == "pools") {
     ASSIGN_OR_RETURN(auto r, GetOk(s, "/v1/admin/pools"));
     Show(s, r.body, [&] { return PoolTable(Field(r.body, "pools")); });
-  } else if (o.kind == "teams") {
+  } else if (kind == "teams") {
     ASSIGN_OR_RETURN(auto r, GetOk(s, "/v1/admin/teams"));
     Show(s, r.body, [&] { return RenderTeams(Field(r.body, "teams")); });
-  } else if (o.kind == "quotas") {
+  } else if (kind == "quotas") {
     // One document of every team's quota (GET per team; admin clusters have few teams).
     ASSIGN_OR_RETURN(auto teams, GetOk(s, "/v1/admin/teams"));
     json quotas = json::array();
@@ -150,76 +160,129 @@ Status RunGet(Session& s, const AdminOptions& o) {
     }
     const json body = {{"quotas", quotas}};
     Show(s, body, [&] { return QuotaTable(quotas); });
-  } else if (o.kind == "tokens") {
+  } else if (kind == "tokens") {
     ASSIGN_OR_RETURN(auto r, GetOk(s, "/v1/admin/tokens"));
     Show(s, r.body, [&] { return TokenTable(Field(r.body, "tokens")); });
   } else {  // audit (the validator allows nothing else)
-    ASSIGN_OR_RETURN(auto r, GetOk(s, AuditPath(o, s.now)));
+    ASSIGN_OR_RETURN(auto r, GetOk(s, AuditPath(audit, s.now)));
     Show(s, r.body, [&] { return AuditTable(Field(r.body, "entries")); });
   }
   return Status::Ok();
 }
 
+// The cluster file that apply and diff read.
+void AddFileFlag(CLI::App& sub, std::string& file) {
+  sub.add_option("-f,--file", file, "Cluster file (see config/cluster.example.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+}
+
+class Apply final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* apply = parent.add_subcommand(
+        "apply",
+        "Bring the cluster to what a YAML file describes (creates and updates; never deletes)");
+    AddFileFlag(*apply, file_);
+    apply->add_flag("--dry-run", dry_run_, "Show the diff; change nothing");
+    registrar.OnParsed(*apply, [this](Session& s) { return RunApply(s, file_, dry_run_); });
+    registrar.AlsoPrints(*apply, {"yaml"});
+  }
+
+ private:
+  std::string file_;
+  bool dry_run_ = false;
+};
+
+// apply --dry-run under a name of its own.
+class Diff final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* diff = parent.add_subcommand(
+        "diff", "Show what 'apply -f FILE' would change; change nothing (apply --dry-run)");
+    AddFileFlag(*diff, file_);
+    registrar.OnParsed(*diff, [this](Session& s) { return RunApply(s, file_, /*dry_run=*/true); });
+    registrar.AlsoPrints(*diff, {"yaml"});
+  }
+
+ private:
+  std::string file_;
+};
+
+class Get final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* get =
+        parent.add_subcommand("get", "Show pools, teams, quotas, tokens or the audit log");
+    get->add_option("KIND", kind_, "pools, teams, quotas, tokens or audit")
+        ->required()
+        ->check(CLI::IsMember({"pools", "teams", "quotas", "tokens", "audit"}));
+    registrar.OnParsed(*get, [this](Session& s) { return RunGet(s, kind_, AuditOptions{}); });
+    registrar.AlsoPrints(*get, {"yaml"});
+  }
+
+ private:
+  std::string kind_;
+};
+
+class Audit final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* audit =
+        parent.add_subcommand("audit", "Show the audit log of admin changes, newest first");
+    audit->add_option("--since", options_.since, "RFC 3339 time, or a duration ago (2h, -1d)");
+    audit->add_option("--action", options_.action,
+                      "Only this action (e.g. quota.set, token.revoke)");
+    audit->add_option("--limit", options_.limit, "At most this many entries (default 50)")
+        ->check(CLI::Range(1, 1000));
+    registrar.OnParsed(*audit, [this](Session& s) { return RunGet(s, "audit", options_); });
+    registrar.AlsoPrints(*audit, {"yaml"});
+  }
+
+ private:
+  AuditOptions options_;
+};
+
+class TokenList final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* list = parent.add_subcommand("list", "List tokens (never their secrets)");
+    registrar.OnParsed(*list, [](Session& s) { return RunGet(s, "tokens", AuditOptions{}); });
+    registrar.AlsoPrints(*list, {"yaml"});
+  }
+};
+
+class TokenRevoke final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* revoke = parent.add_subcommand("revoke", "Revoke a token at once");
+    revoke->add_option("ID", token_id_, "Token id (frugal admin token list)")
+        ->required()
+        ->check(CLI::PositiveNumber);
+    registrar.OnParsed(*revoke, [this](Session& s) -> Status {
+      ASSIGN_OR_RETURN(auto r,
+                       s.client.Post("/v1/admin/tokens/" + std::to_string(token_id_) + "/revoke"));
+      RETURN_IF_ERROR(api::ResponseStatus(r));
+      Show(s, r.body, [&] {
+        return "Revoked token " + Text(r.body, "id") + " (" + Text(r.body, "role") + " " +
+               Text(r.body, "user") + "@" + Text(r.body, "team") + ").\n";
+      });
+      return Status::Ok();
+    });
+    registrar.AlsoPrints(*revoke, {"yaml"});
+  }
+
+ private:
+  std::int64_t token_id_ = 0;
+};
+
 }  // namespace
 
-void Commands::AddAdminConfig(CLI::App& admin) {
-  CLI::App* apply = admin.add_subcommand(
-      "apply", "Bring the cluster to what a YAML file describes (creates and updates; never deletes)");
-  apply->add_option("-f,--file", admin_.file, "Cluster file (see config/cluster.example.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  apply->add_flag("--dry-run", admin_.dry_run, "Show the diff; change nothing");
-  OnParsed(*apply, [this](Session& s) { return RunApply(s, admin_.file, admin_.dry_run); });
-  AlsoPrints(*apply, {"yaml"});
-
-  CLI::App* diff = admin.add_subcommand(
-      "diff", "Show what 'apply -f FILE' would change; change nothing (apply --dry-run)");
-  diff->add_option("-f,--file", admin_.file, "Cluster file (see config/cluster.example.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  OnParsed(*diff, [this](Session& s) { return RunApply(s, admin_.file, /*dry_run=*/true); });
-  AlsoPrints(*diff, {"yaml"});
-
-  CLI::App* get = admin.add_subcommand("get", "Show pools, teams, quotas, tokens or the audit log");
-  get->add_option("KIND", admin_.kind, "pools, teams, quotas, tokens or audit")
-      ->required()
-      ->check(CLI::IsMember({"pools", "teams", "quotas", "tokens", "audit"}));
-  OnParsed(*get, [this](Session& s) { return RunGet(s, admin_); });
-  AlsoPrints(*get, {"yaml"});
-
-  CLI::App* audit = admin.add_subcommand("audit", "Show the audit log of admin changes, newest first");
-  audit->add_option("--since", admin_.since, "RFC 3339 time, or a duration ago (2h, -1d)");
-  audit->add_option("--action", admin_.action, "Only this action (e.g. quota.set, token.revoke)");
-  audit->add_option("--limit", admin_.limit, "At most this many entries (default 50)")
-      ->check(CLI::Range(1, 1000));
-  OnParsed(*audit, [this](Session& s) {
-    admin_.kind = "audit";
-    return RunGet(s, admin_);
-  });
-  AlsoPrints(*audit, {"yaml"});
-
-  CLI::App* token = admin.get_subcommand("token");
-  CLI::App* list = token->add_subcommand("list", "List tokens (never their secrets)");
-  OnParsed(*list, [this](Session& s) {
-    admin_.kind = "tokens";
-    return RunGet(s, admin_);
-  });
-  AlsoPrints(*list, {"yaml"});
-  CLI::App* revoke = token->add_subcommand("revoke", "Revoke a token at once");
-  revoke->add_option("ID", admin_.token_id, "Token id (frugal admin token list)")
-      ->required()
-      ->check(CLI::PositiveNumber);
-  OnParsed(*revoke, [this](Session& s) -> Status {
-    ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/tokens/" + std::to_string(admin_.token_id) +
-                                           "/revoke"));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    Show(s, r.body, [&] {
-      return "Revoked token " + Text(r.body, "id") + " (" + Text(r.body, "role") + " " +
-             Text(r.body, "user") + "@" + Text(r.body, "team") + ").\n";
-    });
-    return Status::Ok();
-  });
-  AlsoPrints(*revoke, {"yaml"});
-}
+std::unique_ptr<Command> NewApply() { return std::make_unique<Apply>(); }
+std::unique_ptr<Command> NewDiff() { return std::make_unique<Diff>(); }
+std::unique_ptr<Command> NewGet() { return std::make_unique<Get>(); }
+std::unique_ptr<Command> NewAudit() { return std::make_unique<Audit>(); }
+std::unique_ptr<Command> NewTokenList() { return std::make_unique<TokenList>(); }
+std::unique_ptr<Command> NewTokenRevoke() { return std::make_unique<TokenRevoke>(); }
 
 }  // namespace frugal::cli

@@ -1,8 +1,8 @@
 // Job arrays in the CLI (decision 0026): `submit --array`, and `status`, `cancel`, `cost`
 // with `--array ID` for the whole sweep (`list --array ID` lists its tasks).
-#include <CLI/CLI.hpp>
+#include <map>
 
-#include "cli/commands.h"
+#include "cli/arrays.h"
 #include "cli/format.h"
 
 namespace frugal::cli {

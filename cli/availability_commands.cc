@@ -7,7 +7,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "scheduler/model/availability_history.h"
 
 namespace frugal::cli {
@@ -84,27 +84,45 @@ Status RunAvailability(Session& s, const std::string& pool) {
   return Status::Ok();
 }
 
+class HistoryImport final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* import_cmd = parent.add_subcommand(
+        "import", "Seed a spot pool's availability model from a CSV of the shared traces' format");
+    import_cmd->add_option("POOL", pool_, "Spot pool name")->required();
+    import_cmd
+        ->add_option("FILE", file_,
+                     "CSV: a time column (elapsed_s or timestamp_utc) and"
+                     " an availability column (1 = available)")
+        ->required();
+    import_cmd->add_option("--column", column_,
+                           "Availability column (default: available, or the only one)");
+    import_cmd->add_option("--zone", zone_, "Zone whose rows to read, when the file has several");
+    registrar.OnParsed(*import_cmd, [this](Session& s) {
+      return RunHistoryImport(s, pool_, file_, zone_, column_);
+    });
+  }
+
+ private:
+  std::string pool_, file_, zone_, column_;
+};
+
+class PoolAvailability final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* show = parent.add_subcommand(
+        "availability", "Show a spot pool's learned availability: state now, evidence, hazards");
+    show->add_option("POOL", pool_, "Spot pool name")->required();
+    registrar.OnParsed(*show, [this](Session& s) { return RunAvailability(s, pool_); });
+  }
+
+ private:
+  std::string pool_;
+};
+
 }  // namespace
 
-void Commands::AddPoolAvailability(CLI::App& pool) {
-  CLI::App* history = pool.add_subcommand("history", "A spot pool's availability history");
-  history->require_subcommand(1);
-  CLI::App* import_cmd = history->add_subcommand(
-      "import", "Seed a spot pool's availability model from a CSV of the shared traces' format");
-  import_cmd->add_option("POOL", history_.pool, "Spot pool name")->required();
-  import_cmd->add_option("FILE", history_.file, "CSV: a time column (elapsed_s or timestamp_utc) and"
-                                            " an availability column (1 = available)")
-      ->required();
-  import_cmd->add_option("--column", history_.column,
-                     "Availability column (default: available, or the only one)");
-  import_cmd->add_option("--zone", history_.zone, "Zone whose rows to read, when the file has several");
-  OnParsed(*import_cmd, [this](Session& s) {
-    return RunHistoryImport(s, history_.pool, history_.file, history_.zone, history_.column);
-  });
-  CLI::App* show = pool.add_subcommand(
-      "availability", "Show a spot pool's learned availability: state now, evidence, hazards");
-  show->add_option("POOL", history_.pool, "Spot pool name")->required();
-  OnParsed(*show, [this](Session& s) { return RunAvailability(s, history_.pool); });
-}
+std::unique_ptr<Command> NewHistoryImport() { return std::make_unique<HistoryImport>(); }
+std::unique_ptr<Command> NewPoolAvailability() { return std::make_unique<PoolAvailability>(); }
 
 }  // namespace frugal::cli

@@ -2,8 +2,9 @@
 // team's spend, commitments, what is left and this period's alerts). Amounts are dollars.
 #include <CLI/CLI.hpp>
 #include <ostream>
+#include <vector>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
 #include "common/money.h"
 
@@ -64,17 +65,28 @@ void PrintStatus(Session& s, const json& b) {
   s.out << t.Render();
 }
 
-}  // namespace
+class BudgetSet final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override;
 
-void Commands::AddAdminBudget(CLI::App& admin) {
-  CLI::App* budget = admin.add_subcommand("budget", "Team budgets: money per month or week");
-  budget->require_subcommand(1);
-  CLI::App* set = budget->add_subcommand("set", "Replace a team's budget");
-  set->add_option("TEAM", budget_.team, "Team name")->required();
-  auto* monthly = set->add_option("--monthly", budget_.monthly, "Dollars per UTC calendar month");
-  auto* weekly = set->add_option("--weekly", budget_.weekly, "Dollars per ISO week (from Monday)");
+ private:
+  Status Run(Session& s) const;
+
+  std::string team_;
+  std::string monthly_, weekly_;       // dollars; exactly one
+  std::vector<std::string> alert_at_;  // "80%" or "80"
+  bool hard_ = false;
+  std::string webhook_;
+};
+
+void BudgetSet::Register(CLI::App& parent, Registrar& registrar) {
+  CLI::App* set = parent.add_subcommand("set", "Replace a team's budget");
+  set->add_option("TEAM", team_, "Team name")->required();
+  auto* monthly = set->add_option("--monthly", monthly_, "Dollars per UTC calendar month");
+  auto* weekly = set->add_option("--weekly", weekly_, "Dollars per ISO week (from Monday)");
   monthly->excludes(weekly);
-  set->add_option("--alert-at", budget_.alert_at, "Alert at this share of the limit, e.g. 80% (repeatable)")
+  set->add_option("--alert-at", alert_at_,
+                  "Alert at this share of the limit, e.g. 80% (repeatable)")
       ->allow_extra_args(false)
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -85,51 +97,75 @@ void Commands::AddAdminBudget(CLI::App& admin) {
             return "";
           },
           "PCT%"));
-  set->add_flag("--hard", budget_.hard, "At the limit, no new paid (on-demand, spot) capacity");
-  set->add_option("--webhook", budget_.webhook, "POST alerts as JSON to this http(s) URL");
-  OnParsed(*set, [this](Session& s) -> Status {
-    if (budget_.monthly.empty() == budget_.weekly.empty())
-      return InvalidArgument("give the limit with --monthly DOLLARS or --weekly DOLLARS", "monthly");
-    json body = {{"period", budget_.monthly.empty() ? "weekly" : "monthly"},
-                 {"limit", budget_.monthly.empty() ? budget_.weekly : budget_.monthly},
-                 {"hard", budget_.hard},
-                 {"alert_at_pct", json::array()}};
-    for (std::string a : budget_.alert_at) {
-      if (!a.empty() && a.back() == '%') a.pop_back();
-      body["alert_at_pct"].push_back(std::stoi(a));
-    }
-    if (!budget_.webhook.empty()) body["webhook_url"] = budget_.webhook;
-    ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/teams/" + budget_.team + "/budget", body));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    PrintSpec(s, r.body);
-    return Status::Ok();
-  });
-  CLI::App* get = budget->add_subcommand("get", "Show a team's budget");
-  get->add_option("TEAM", budget_.team, "Team name")->required();
-  OnParsed(*get, [this](Session& s) -> Status {
-    ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/admin/teams/" + budget_.team + "/budget"));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    PrintSpec(s, r.body);
-    return Status::Ok();
-  });
+  set->add_flag("--hard", hard_, "At the limit, no new paid (on-demand, spot) capacity");
+  set->add_option("--webhook", webhook_, "POST alerts as JSON to this http(s) URL");
+  registrar.OnParsed(*set, [this](Session& s) { return Run(s); });
 }
 
-void Commands::AddBudget(CLI::App& app) {
-  CLI::App* sub = app.add_subcommand(
-      "budget", "Your team's budget: spent, committed, left, and this period's alerts");
-  sub->add_option("TEAM", budget_.team, "Team (default: your own)");
-  OnParsed(*sub, [this](Session& s) -> Status {
-    std::string team = budget_.team;
-    if (team.empty()) {
-      ASSIGN_OR_RETURN(auto me, s.client.Get("/v1/whoami"));
-      RETURN_IF_ERROR(api::ResponseStatus(me));
-      team = Text(me.body, "team");
-    }
-    ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/teams/" + team + "/budget"));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    PrintStatus(s, r.body);
-    return Status::Ok();
-  });
+Status BudgetSet::Run(Session& s) const {
+  if (monthly_.empty() == weekly_.empty())
+    return InvalidArgument("give the limit with --monthly DOLLARS or --weekly DOLLARS", "monthly");
+  json body = {{"period", monthly_.empty() ? "weekly" : "monthly"},
+               {"limit", monthly_.empty() ? weekly_ : monthly_},
+               {"hard", hard_},
+               {"alert_at_pct", json::array()}};
+  for (std::string a : alert_at_) {
+    if (!a.empty() && a.back() == '%') a.pop_back();
+    body["alert_at_pct"].push_back(std::stoi(a));
+  }
+  if (!webhook_.empty()) body["webhook_url"] = webhook_;
+  ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/teams/" + team_ + "/budget", body));
+  RETURN_IF_ERROR(api::ResponseStatus(r));
+  PrintSpec(s, r.body);
+  return Status::Ok();
 }
+
+class BudgetGet final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* get = parent.add_subcommand("get", "Show a team's budget");
+    get->add_option("TEAM", team_, "Team name")->required();
+    registrar.OnParsed(*get, [this](Session& s) -> Status {
+      ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/admin/teams/" + team_ + "/budget"));
+      RETURN_IF_ERROR(api::ResponseStatus(r));
+      PrintSpec(s, r.body);
+      return Status::Ok();
+    });
+  }
+
+ private:
+  std::string team_;
+};
+
+// `frugal budget [TEAM]`: for researchers, so it lives at the top level, not under admin.
+class Budget final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* sub = parent.add_subcommand(
+        "budget", "Your team's budget: spent, committed, left, and this period's alerts");
+    sub->add_option("TEAM", team_, "Team (default: your own)");
+    registrar.OnParsed(*sub, [this](Session& s) -> Status {
+      std::string team = team_;
+      if (team.empty()) {
+        ASSIGN_OR_RETURN(auto me, s.client.Get("/v1/whoami"));
+        RETURN_IF_ERROR(api::ResponseStatus(me));
+        team = Text(me.body, "team");
+      }
+      ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/teams/" + team + "/budget"));
+      RETURN_IF_ERROR(api::ResponseStatus(r));
+      PrintStatus(s, r.body);
+      return Status::Ok();
+    });
+  }
+
+ private:
+  std::string team_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewBudget() { return std::make_unique<Budget>(); }
+std::unique_ptr<Command> NewBudgetSet() { return std::make_unique<BudgetSet>(); }
+std::unique_ptr<Command> NewBudgetGet() { return std::make_unique<BudgetGet>(); }
 
 }  // namespace frugal::cli

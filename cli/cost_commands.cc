@@ -1,9 +1,11 @@
 // `frugal cost`: what was spent, by team, project, user, pool or job, with what was wasted
 // and what spot saved; as a table, JSON or CSV.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <ostream>
 
-#include "cli/commands.h"
+#include "cli/arrays.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
 
 namespace frugal::cli {
@@ -110,21 +112,32 @@ Status RunCost(Session& s, const std::string& by, const std::string& from, const
   return Status::Ok();
 }
 
+class Cost final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* cost =
+        parent.add_subcommand("cost", "What was spent and wasted, and what spot saved");
+    cost->add_option("--by", by_, "Group by team, project, user, pool or job")
+        ->check(CLI::IsMember({"team", "project", "user", "pool", "job"}))
+        ->capture_default_str();
+    cost->add_option("--from", from_, "Start: RFC 3339 time or -DURATION (e.g. -7d)");
+    cost->add_option("--to", to_, "End: RFC 3339 time or -DURATION (default now)");
+    cost->add_option("--array", array_, "What one job array (a sweep) cost, all tasks together")
+        ->check(CLI::PositiveNumber);
+    registrar.OnParsed(*cost, [this](Session& s) {
+      return array_ ? RunArrayCost(s, *array_) : RunCost(s, by_, from_, to_);
+    });
+    registrar.AlsoPrints(*cost, {"csv"});
+  }
+
+ private:
+  std::string by_ = "team";
+  std::string from_, to_;              // RFC 3339 or -DURATION (ago)
+  std::optional<std::int64_t> array_;  // one job array's cost instead of a report
+};
+
 }  // namespace
 
-void Commands::AddCost(CLI::App& app) {
-  CLI::App* cost = app.add_subcommand("cost", "What was spent and wasted, and what spot saved");
-  cost->add_option("--by", cost_.by, "Group by team, project, user, pool or job")
-      ->check(CLI::IsMember({"team", "project", "user", "pool", "job"}))
-      ->capture_default_str();
-  cost->add_option("--from", cost_.from, "Start: RFC 3339 time or -DURATION (e.g. -7d)");
-  cost->add_option("--to", cost_.to, "End: RFC 3339 time or -DURATION (default now)");
-  cost->add_option("--array", cost_.array, "What one job array (a sweep) cost, all tasks together")
-      ->check(CLI::PositiveNumber);
-  OnParsed(*cost, [this](Session& s) {
-    return cost_.array ? RunArrayCost(s, *cost_.array) : RunCost(s, cost_.by, cost_.from, cost_.to);
-  });
-  AlsoPrints(*cost, {"csv"});
-}
+std::unique_ptr<Command> NewCost() { return std::make_unique<Cost>(); }
 
 }  // namespace frugal::cli

@@ -1,5 +1,5 @@
-// `frugal`: the researcher's and admin's command line. Parsing is CLI11's; what each
-// subcommand does lives in cli/commands.cc. Usage errors exit 2, other errors 1.
+// `frugal`: the researcher's and admin's command line. Parsing is CLI11's; every
+// subcommand is listed in cli/command_table.cc. Usage errors exit 2, other errors 1.
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>

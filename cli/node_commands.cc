@@ -3,8 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <ostream>
+#include <utility>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
 #include "cli/yaml_json.h"
 
@@ -88,27 +89,44 @@ Status RunNodeChange(Session& s, const std::string& verb, const std::string& nam
   return Status::Ok();
 }
 
+class NodeList final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* list =
+        parent.add_subcommand("list", "List nodes: GPUs, state, lease, work, utilisation");
+    registrar.OnParsed(*list, [](Session& s) { return RunNodeList(s); });
+  }
+};
+
+// `admin node drain|undrain|remove NODE`: one POST each, named by `verb`.
+class NodeChange final : public Command {
+ public:
+  NodeChange(std::string verb, std::string help) : verb_(std::move(verb)), help_(std::move(help)) {}
+
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* sub = parent.add_subcommand(verb_, help_);
+    sub->add_option("NODE", node_, "Node name (frugal admin node list)")->required();
+    registrar.OnParsed(*sub, [this](Session& s) { return RunNodeChange(s, verb_, node_); });
+  }
+
+ private:
+  const std::string verb_, help_;
+  std::string node_;
+};
+
 }  // namespace
 
-void Commands::AddNode(CLI::App& admin) {
-  CLI::App* node = admin.add_subcommand("node", "List, drain, undrain or remove nodes");
-  node->require_subcommand(1);
-  CLI::App* list = node->add_subcommand("list", "List nodes: GPUs, state, lease, work, utilisation");
-  OnParsed(*list, [](Session& s) { return RunNodeList(s); });
-  const struct {
-    const char* verb;
-    const char* help;
-  } changes[] = {
-      {"drain", "Place no new work on NODE; running attempts continue"},
-      {"undrain", "Let NODE take work again after an admin drain"},
-      {"remove", "Forget NODE: allowed once drained and empty, or when its lease is lost"},
-  };
-  for (const auto& c : changes) {
-    CLI::App* sub = node->add_subcommand(c.verb, c.help);
-    sub->add_option("NODE", node_name_, "Node name (frugal admin node list)")->required();
-    const std::string verb = c.verb;
-    OnParsed(*sub, [this, verb](Session& s) { return RunNodeChange(s, verb, node_name_); });
-  }
+std::unique_ptr<Command> NewNodeList() { return std::make_unique<NodeList>(); }
+std::unique_ptr<Command> NewNodeDrain() {
+  return std::make_unique<NodeChange>("drain",
+                                      "Place no new work on NODE; running attempts continue");
+}
+std::unique_ptr<Command> NewNodeUndrain() {
+  return std::make_unique<NodeChange>("undrain", "Let NODE take work again after an admin drain");
+}
+std::unique_ptr<Command> NewNodeRemove() {
+  return std::make_unique<NodeChange>(
+      "remove", "Forget NODE: allowed once drained and empty, or when its lease is lost");
 }
 
 }  // namespace frugal::cli

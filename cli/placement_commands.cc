@@ -3,8 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <ostream>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
+#include "cli/submit.h"
 
 namespace frugal::cli {
 
@@ -85,12 +86,20 @@ Status RunWhy(Session& s, std::int64_t id) {
   return Status::Ok();
 }
 
+class Why final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* why = parent.add_subcommand("why", "Explain why a job waits or runs where it does");
+    why->add_option("JOB", job_id_, "Job id")->required();
+    registrar.OnParsed(*why, [this](Session& s) { return RunWhy(s, job_id_); });
+  }
+
+ private:
+  std::int64_t job_id_ = 0;
+};
+
 }  // namespace
 
-void Commands::AddWhy(CLI::App& app) {
-  CLI::App* why = app.add_subcommand("why", "Explain why a job waits or runs where it does");
-  why->add_option("JOB", why_job_, "Job id")->required();
-  OnParsed(*why, [this](Session& s) { return RunWhy(s, why_job_); });
-}
+std::unique_ptr<Command> NewWhy() { return std::make_unique<Why>(); }
 
 }  // namespace frugal::cli

@@ -1,15 +1,30 @@
 // `frugal admin pool set|list`: define capacity pools (kind, GPU type, price, size).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 namespace frugal::cli {
 
 namespace {
 
 using nlohmann::json;
+
+struct PoolOptions {
+  std::string name;
+  std::string kind;
+  std::string gpu_type;
+  int gpu_mem_gb = 0;
+  int max_gpus = 0;
+  std::string price;  // dollars as typed; the server parses it exactly
+  double speed = 1.0;
+  std::string startup_delay;  // duration as typed ("90s"); empty: server default
+  std::string idle_timeout;
+  std::optional<double> preemption_prior;  // spot reclaims per node-hour expected
+  std::optional<int> committed_gpus;       // reserved: GPUs paid for, used or not
+};
 
 Status RunPoolSet(Session& s, const PoolOptions& o) {
   json body = {{"name", o.name},         {"capacity_kind", o.kind},   {"gpu_type", o.gpu_type},
@@ -55,13 +70,17 @@ Status RunPoolList(Session& s) {
   return Status::Ok();
 }
 
-}  // namespace
+class PoolSet final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override;
 
-void Commands::AddPool(CLI::App& admin) {
-  CLI::App* pool = admin.add_subcommand("pool", "Manage capacity pools");
-  pool->require_subcommand(1);
-  CLI::App* set = pool->add_subcommand("set", "Create or update a pool");
-  PoolOptions& o = pool_;
+ private:
+  PoolOptions options_;
+};
+
+void PoolSet::Register(CLI::App& parent, Registrar& registrar) {
+  CLI::App* set = parent.add_subcommand("set", "Create or update a pool");
+  PoolOptions& o = options_;
   set->add_option("NAME", o.name, "Pool name, e.g. a100-spot")->required();
   set->add_option("--kind", o.kind, "reserved, on_demand or spot")
       ->required()
@@ -93,10 +112,20 @@ void Commands::AddPool(CLI::App& admin) {
   set->add_option("--committed-gpus", o.committed_gpus,
                   "Reserved: GPUs paid for whether used or not (default: the registered nodes')")
       ->check(CLI::Range(0, 1000000));
-  OnParsed(*set, [this](Session& s) { return RunPoolSet(s, pool_); });
-  CLI::App* list = pool->add_subcommand("list", "List pools");
-  OnParsed(*list, [](Session& s) { return RunPoolList(s); });
-  AddPoolAvailability(*pool);
+  registrar.OnParsed(*set, [this](Session& s) { return RunPoolSet(s, options_); });
 }
+
+class PoolList final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* list = parent.add_subcommand("list", "List pools");
+    registrar.OnParsed(*list, [](Session& s) { return RunPoolList(s); });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewPoolSet() { return std::make_unique<PoolSet>(); }
+std::unique_ptr<Command> NewPoolList() { return std::make_unique<PoolList>(); }
 
 }  // namespace frugal::cli

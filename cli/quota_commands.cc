@@ -1,9 +1,11 @@
 // `frugal admin quota set|get TEAM`: concurrent GPUs a team may hold, per capacity kind and
 // per pool. Setting replaces the team's whole quota; limits left out mean no limit.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <ostream>
+#include <vector>
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/format.h"
 
 namespace frugal::cli {
@@ -30,20 +32,27 @@ void PrintQuota(Session& s, const json& q) {
   }
 }
 
-}  // namespace
+class QuotaSet final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override;
 
-void Commands::AddQuota(CLI::App& admin) {
-  CLI::App* quota = admin.add_subcommand("quota", "Team quotas: GPUs a team may hold at once");
-  quota->require_subcommand(1);
-  CLI::App* set = quota->add_subcommand("set", "Replace a team's quota");
-  set->add_option("TEAM", quota_.team, "Team name")->required();
-  set->add_option("--reserved-gpus", quota_.reserved, "Most reserved GPUs at once")
+ private:
+  Status Run(Session& s) const;
+
+  std::string team_;
+  std::optional<int> reserved_, on_demand_, spot_;
+  std::vector<std::string> pools_;  // NAME=N
+};
+
+void QuotaSet::Register(CLI::App& parent, Registrar& registrar) {
+  CLI::App* set = parent.add_subcommand("set", "Replace a team's quota");
+  set->add_option("TEAM", team_, "Team name")->required();
+  set->add_option("--reserved-gpus", reserved_, "Most reserved GPUs at once")
       ->check(CLI::Range(0, 1000000));
-  set->add_option("--on-demand-gpus", quota_.on_demand, "Most on-demand GPUs at once")
+  set->add_option("--on-demand-gpus", on_demand_, "Most on-demand GPUs at once")
       ->check(CLI::Range(0, 1000000));
-  set->add_option("--spot-gpus", quota_.spot, "Most spot GPUs at once")
-      ->check(CLI::Range(0, 1000000));
-  set->add_option("--pool", quota_.pools, "Most GPUs of one pool: NAME=N (repeatable)")
+  set->add_option("--spot-gpus", spot_, "Most spot GPUs at once")->check(CLI::Range(0, 1000000));
+  set->add_option("--pool", pools_, "Most GPUs of one pool: NAME=N (repeatable)")
       ->allow_extra_args(false)
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
@@ -54,28 +63,44 @@ void Commands::AddQuota(CLI::App& admin) {
             return "";
           },
           "NAME=N"));
-  OnParsed(*set, [this](Session& s) -> Status {
-    json body = {{"pools", json::object()}};
-    if (quota_.reserved) body["reserved_gpus"] = *quota_.reserved;
-    if (quota_.on_demand) body["on_demand_gpus"] = *quota_.on_demand;
-    if (quota_.spot) body["spot_gpus"] = *quota_.spot;
-    for (const auto& p : quota_.pools) {
-      const auto eq = p.find('=');
-      body["pools"][p.substr(0, eq)] = std::stoi(p.substr(eq + 1));
-    }
-    ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/teams/" + quota_.team + "/quota", body));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    PrintQuota(s, r.body);
-    return Status::Ok();
-  });
-  CLI::App* get = quota->add_subcommand("get", "Show a team's quota");
-  get->add_option("TEAM", quota_.team, "Team name")->required();
-  OnParsed(*get, [this](Session& s) -> Status {
-    ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/admin/teams/" + quota_.team + "/quota"));
-    RETURN_IF_ERROR(api::ResponseStatus(r));
-    PrintQuota(s, r.body);
-    return Status::Ok();
-  });
+  registrar.OnParsed(*set, [this](Session& s) { return Run(s); });
 }
+
+Status QuotaSet::Run(Session& s) const {
+  json body = {{"pools", json::object()}};
+  if (reserved_) body["reserved_gpus"] = *reserved_;
+  if (on_demand_) body["on_demand_gpus"] = *on_demand_;
+  if (spot_) body["spot_gpus"] = *spot_;
+  for (const auto& p : pools_) {
+    const auto eq = p.find('=');
+    body["pools"][p.substr(0, eq)] = std::stoi(p.substr(eq + 1));
+  }
+  ASSIGN_OR_RETURN(auto r, s.client.Post("/v1/admin/teams/" + team_ + "/quota", body));
+  RETURN_IF_ERROR(api::ResponseStatus(r));
+  PrintQuota(s, r.body);
+  return Status::Ok();
+}
+
+class QuotaGet final : public Command {
+ public:
+  void Register(CLI::App& parent, Registrar& registrar) override {
+    CLI::App* get = parent.add_subcommand("get", "Show a team's quota");
+    get->add_option("TEAM", team_, "Team name")->required();
+    registrar.OnParsed(*get, [this](Session& s) -> Status {
+      ASSIGN_OR_RETURN(auto r, s.client.Get("/v1/admin/teams/" + team_ + "/quota"));
+      RETURN_IF_ERROR(api::ResponseStatus(r));
+      PrintQuota(s, r.body);
+      return Status::Ok();
+    });
+  }
+
+ private:
+  std::string team_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> NewQuotaSet() { return std::make_unique<QuotaSet>(); }
+std::unique_ptr<Command> NewQuotaGet() { return std::make_unique<QuotaGet>(); }
 
 }  // namespace frugal::cli
