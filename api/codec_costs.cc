@@ -130,7 +130,7 @@ json EncodeCostRow(const store::CostRow& r) {
   return row;
 }
 
-json EncodeCostRows(const store::CostReport& rep) {
+json EncodeSeriesRows(const store::CostReport& rep) {
   json rows = json::array();
   for (const auto& r : rep.rows) {
     rows.push_back({{"key", r.key}, {"spend_micros", r.spend}, {"wasted_micros", r.wasted}});

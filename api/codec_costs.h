@@ -26,7 +26,8 @@ json EncodeBudgetAlert(const store::BudgetAlert& a);
 // `admin`: with the webhook URL (EncodeBudgetSpec).
 json EncodeBudgetStatus(const store::BudgetStatus& st, bool admin);
 json EncodeCostRow(const store::CostRow& r);
-json EncodeCostRows(const store::CostReport& rep);
+// The dashboard's cost-over-time rows: key, spend and waste in micros (not a cost row).
+json EncodeSeriesRows(const store::CostReport& rep);
 json EncodeInterruption(const store::Interruption& x);
 json EncodeRightSizing(const policy::RightSizing& advice);
 

@@ -30,7 +30,6 @@ struct Context {
   engine::Engine& engine;
   const service::Advisor& advisor;
   const service::SubmitService& submit;  // submit admission (decision 0043)
-  const Clock& clock;
   ApiOptions options;
   ReadyCheck* ready = nullptr;  // /readyz's bounded database check; owned by the server
 };
@@ -143,7 +142,6 @@ void RegisterMetricsRoutes(Router& server, Context& ctx);
 // over time); routes_web.cc: the dashboard's static files at / and /web/{file}.
 void RegisterDashboardRoutes(Router& server, Context& ctx);
 void RegisterWebRoutes(Router& server, Context& ctx);
-
 
 // routes_guardrails.cc: admin guardrail routes, and a finished job's right-sizing advice
 // (null when none). The submit-time rules are service::SubmitService's.

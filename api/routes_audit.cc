@@ -43,7 +43,8 @@ StatusOr<store::BudgetSpec> DecodeTeamBudget(json b) {
   if (b.contains("limit") && b["limit"].is_number_integer())
     b["limit"] = std::to_string(b["limit"].get<long long>());
   ASSIGN_OR_RETURN(auto budget, DecodeBudget(b));
-  if (!budget.webhook_url.empty()) RETURN_IF_ERROR(CheckWebhookUrl(budget.webhook_url));
+  if (b.contains("webhook_url") && !b["webhook_url"].is_null())
+    RETURN_IF_ERROR(CheckWebhookUrl(budget.webhook_url));
   return budget;
 }
 

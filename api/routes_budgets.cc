@@ -15,7 +15,8 @@ void RegisterBudgetRoutes(Router& s, Context& ctx) {
            const std::string team = req.matches[1];
            ASSIGN_OR_RETURN(json body, ParseObject(req.body));
            ASSIGN_OR_RETURN(auto budget, DecodeBudget(body));
-           if (!budget.webhook_url.empty()) RETURN_IF_ERROR(CheckWebhookUrl(budget.webhook_url));
+           if (body.contains("webhook_url") && !body["webhook_url"].is_null())
+             RETURN_IF_ERROR(CheckWebhookUrl(budget.webhook_url));
            ASSIGN_OR_RETURN(auto saved, ctx.store.SetBudget(*who, team, budget));
            ctx.engine.Kick();  // a raised limit may admit held jobs now
            return Reply{200, EncodeBudgetSpec(team, saved, true)};

@@ -128,7 +128,7 @@ StatusOr<Reply> Series(Context& ctx, const httplib::Request& req, const store::P
     ASSIGN_OR_RETURN(auto rep, ctx.costs.Cost(b));
     out.push_back({{"from", FormatRfc3339(*b.from)},
                    {"to", FormatRfc3339(*b.to)},
-                   {"rows", EncodeCostRows(rep)},
+                   {"rows", EncodeSeriesRows(rep)},
                    {"spend_micros", rep.total.spend},
                    {"wasted_micros", rep.total.wasted}});
   }

@@ -283,12 +283,11 @@ std::optional<model::TeamId> VisibleTeam(const store::Principal& who) {
 
 struct ApiServer::Impl {
   Impl(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-       engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
-       ApiOptions options)
+       engine::Engine& engine, const service::Advisor& advisor, ApiOptions options)
       : ready([&store] { return store.Ping(); }, kReadyWait),
         lanes(std::max(1, options.db_pool_size - 2), std::max(2, options.db_pool_size)),
         submit(store, advisor, [&engine] { engine.Kick(); }),
-        ctx{store, workers, costs, engine, advisor, submit, clock, options, &ready} {}
+        ctx{store, workers, costs, engine, advisor, submit, options, &ready} {}
   ReadyCheck ready;
   HandlerLanes lanes;
   service::SubmitService submit;
@@ -298,9 +297,8 @@ struct ApiServer::Impl {
 };
 
 ApiServer::ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-                     engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
-                     ApiOptions options)
-    : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, clock, options)) {
+                     engine::Engine& engine, const service::Advisor& advisor, ApiOptions options)
+    : impl_(std::make_unique<Impl>(store, workers, costs, engine, advisor, options)) {
   auto& s = impl_->server;
   // httplib answers 413 itself above this, before reading the body. Read and write
   // deadlines are HttpServer's (EdgeLimits). Only the batch route may send more than

@@ -51,8 +51,7 @@ struct ApiOptions {
 class ApiServer {
  public:
   ApiServer(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
-            engine::Engine& engine, const service::Advisor& advisor, const Clock& clock,
-            ApiOptions options);
+            engine::Engine& engine, const service::Advisor& advisor, ApiOptions options);
   ~ApiServer();
 
   // Binds host:port (port 0 picks a free one); returns the bound port, or Unavailable

@@ -119,7 +119,6 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   if (!db.ok()) return Fail(db.status());
   frugal::store::PgStore store(db->conninfo, cfg.db_pool_size,
                                {cfg.db_statement_timeout, cfg.db_lock_timeout});
-  frugal::SystemClock clock;
   auto local = MakeLocalProvider(cfg);
   if (!local.ok()) return Fail(local.status());
   for (const auto& e : cfg.exec_pools)
@@ -164,7 +163,7 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   // `why` ranks a job among the pending jobs a full cycle reads.
   frugal::service::Advisor advisor(store, policy_config, spot_book.get(),
                                    {cfg.max_pending_per_cycle, cfg.max_pending_per_team});
-  frugal::api::ApiServer server(store, store, store, engine, advisor, clock,
+  frugal::api::ApiServer server(store, store, store, engine, advisor,
                                 {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
                                  cfg.db_pool_size, &store});
   auto bound = server.Bind(host, port);

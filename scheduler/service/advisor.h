@@ -45,6 +45,10 @@ class Advisor {
   // The quotes for `specs`, in order, against one reading of the pools and the database's
   // now() (AdminStore::ReadPools): a batch is quoted against one state of the capacity.
   StatusOr<Quotes> QuoteAll(const std::vector<model::JobSpec>& specs) const;
+  // The same against a reading the caller has made (SubmitService, which checks deadlines
+  // at its time first). Pure.
+  StatusOr<Quotes> QuoteAll(const std::vector<model::JobSpec>& specs,
+                            const store::PoolReading& reading) const;
   // Why `job` waits: its priority factors as the engine's cycle computes them (over the
   // engine's window of pending jobs, with `job` added when the window does not reach it),
   // how many pending jobs go before it (counted in the database, not in a snapshot), and

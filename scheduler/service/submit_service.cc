@@ -19,7 +19,7 @@ Status CheckDeadline(const model::JobSpec& spec, Timestamp now) {
   const Timestamp earliest = now + spec.estimate.value_or(Seconds(0));
   if (*spec.deadline > earliest) return Status::Ok();
   return FailedPrecondition(
-      "deadline: " + FormatRfc3339(*spec.deadline) +
+      "deadline: " + FormatRfc3339(std::chrono::time_point_cast<Seconds>(*spec.deadline)) +
           " cannot be met; the earliest feasible deadline is " +
           FormatRfc3339(std::chrono::time_point_cast<Seconds>(earliest) + Seconds(1)),
       "deadline");
@@ -27,6 +27,14 @@ Status CheckDeadline(const model::JobSpec& spec, Timestamp now) {
 
 StatusOr<Quotes> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs, bool check,
                                       std::size_t* refused) const {
+  // The pools first: their reading's time is admission's, and step 0 needs it.
+  ASSIGN_OR_RETURN(const store::PoolReading reading, store_.ReadPools());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (Status st = CheckDeadline(reqs[i].spec, reading.now); !st.ok()) {
+      if (refused) *refused = i;
+      return st;
+    }
+  }
   ASSIGN_OR_RETURN(const model::GuardrailSettings settings, store_.GetGuardrails());
   std::vector<model::JobSpec> specs;
   specs.reserve(reqs.size());
@@ -40,13 +48,7 @@ StatusOr<Quotes> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs, b
     reqs[i].approval_reason = policy::ApprovalReason(reqs[i].spec, settings);
     specs.push_back(reqs[i].spec);
   }
-  ASSIGN_OR_RETURN(auto quotes, advisor_.QuoteAll(specs));
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    if (Status st = CheckDeadline(specs[i], quotes.now); !st.ok()) {
-      if (refused) *refused = i;
-      return st;
-    }
-  }
+  ASSIGN_OR_RETURN(auto quotes, advisor_.QuoteAll(specs, reading));
   if (!check) return quotes;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     if (Status st = CheckQuote(specs[i], quotes.quotes[i]); !st.ok()) {

@@ -39,7 +39,8 @@ struct LeaderStatus {
 // Which pending jobs a snapshot reads (CycleStore::LoadSnapshot): per team, its first
 // `per_team` that may start and its first `per_team` waiting on a dependency; of all those,
 // `max_pending`. Both at least 1. `focus`, when set and pending, is added in its place in
-// claim order if the window does not reach it (`frugal why` asks about one job).
+// claim order if the window does not reach it, whatever the window's filters (a throttled
+// array's task beyond its room included): `frugal why` asks about that one job.
 struct PendingWindow {
   int max_pending = 10000;
   int per_team = 1000;

@@ -114,7 +114,9 @@ struct JobDetail {
 
 // Where a pending job stands in the queue (QueueStore::PendingAhead): the pending jobs of
 // higher priority classes, which go first, and the other pending jobs of its own class,
-// which the cycle orders by score. Counted over the whole queue, not a cycle's window.
+// which the cycle orders by score. Counted over the whole queue, not a cycle's window:
+// every pending job, those waiting on a dependency, a retry's backoff or a throttled
+// array's room included (they are ahead in claim order, if not yet eligible).
 struct QueuePosition {
   int higher_pending = 0;
   int same_class_pending = 0;

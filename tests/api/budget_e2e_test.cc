@@ -197,6 +197,8 @@ TEST_F(BudgetE2eTest, BadInputGetsA4xxThatSaysWhatToFix) {
        "http://HOST"},
       {{{"limit", "100"}, {"webhook_url", "http://exa mple.com/"}}, "vision", 400,
        "webhook_url", "http://HOST"},
+      // Empty is not "no webhook" (null is): the URL check runs on whatever is given.
+      {{{"limit", "100"}, {"webhook_url", ""}}, "vision", 400, "webhook_url", "http://HOST"},
       {{{"limit", "100"}, {"period", "daily"}}, "vision", 400, "period", "monthly or weekly"},
       {{{"limit", "100"}, {"hard", "yes"}}, "vision", 400, "hard", "true or false"},
       {{{"limit", "100"}, {"budget", 1}}, "vision", 400, "budget", "budget"},

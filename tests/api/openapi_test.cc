@@ -35,8 +35,7 @@ std::vector<RouteInfo> ServerRoutes() {
   EXPECT_TRUE(policy.ok());
   engine::Engine engine(store, **policy, {});
   service::Advisor advisor(store, {});
-  SystemClock clock;
-  ApiServer server(store, store, store, engine, advisor, clock, {});
+  ApiServer server(store, store, store, engine, advisor, {});
   return server.Routes();
 }
 

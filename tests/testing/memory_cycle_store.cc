@@ -68,7 +68,7 @@ void MemoryCluster::EventLocked(Job& job, const std::string& kind, model::JobSta
   job.updated_at = now;
 }
 
-std::vector<model::PendingJob> MemoryCluster::PendingLocked() const {
+std::vector<model::PendingJob> MemoryCluster::PendingLocked(std::optional<model::JobId> also) const {
   // A throttled array's pending tasks may take its room (max_running less those running),
   // lowest index first; the rest wait unseen.
   std::map<std::int64_t, int> room;
@@ -105,7 +105,7 @@ std::vector<model::PendingJob> MemoryCluster::PendingLocked() const {
   std::vector<model::PendingJob> out;
   for (const auto& [id, j] : jobs_) {
     if (j.state != model::JobState::kPending) continue;
-    if (j.array_id && room.count(*j.array_id) && !allowed.count(id)) continue;
+    if (j.array_id && room.count(*j.array_id) && !allowed.count(id) && id != also) continue;
     model::PendingJob p = j.row;
     for (const auto* deps : {&j.spec.after, &j.spec.after_any}) {
       for (model::JobId d : *deps) {
@@ -236,14 +236,23 @@ StatusOr<model::Snapshot> MemoryCycleStore::LoadSnapshot(const store::PendingWin
   }
   std::vector<std::size_t> chosen;
   for (const auto& [rank, i] : window_rows) chosen.push_back(i);
-  // The focus job, in its place, when the window did not reach it.
-  for (std::size_t i = 0; window.focus && i < pending.size(); ++i) {
-    if (pending[i].id == *window.focus &&
-        std::find(chosen.begin(), chosen.end(), i) == chosen.end())
-      chosen.push_back(i);
-  }
   std::sort(chosen.begin(), chosen.end());  // `pending` is in claim order
-  for (std::size_t i : chosen) s.pending.push_back(std::move(pending[i]));
+  bool focus_seen = false;
+  for (std::size_t i : chosen) {
+    focus_seen = focus_seen || (window.focus && pending[i].id == *window.focus);
+    s.pending.push_back(std::move(pending[i]));
+  }
+  // The focus job, in its place, when the window did not reach it: any pending job, a
+  // throttled array's task beyond its room included, as PostgreSQL reads it by id.
+  if (window.focus && !focus_seen) {
+    for (auto& j : c.PendingLocked(window.focus)) {
+      if (j.id != *window.focus) continue;
+      auto at = std::find_if(s.pending.begin(), s.pending.end(), [&](const model::PendingJob& o) {
+        return std::tie(o.priority_rank, o.id) > std::tie(j.priority_rank, j.id);
+      });
+      s.pending.insert(at, std::move(j));
+    }
+  }
 
   for (const auto& [id, a] : c.attempts_) {
     if (a.ended) continue;

@@ -117,8 +117,9 @@ class MemoryCluster {
                    const std::string& message);
   // Every pending job the cycle may consider, in claim order, with its open and failed
   // dependencies filled in, less a throttled array's tasks beyond its room (max_running
-  // less those running), as PgStore::LoadSnapshot selects them.
-  std::vector<model::PendingJob> PendingLocked() const;
+  // less those running), as PgStore::LoadSnapshot selects them; `also` is kept even then
+  // (a snapshot's focus job).
+  std::vector<model::PendingJob> PendingLocked(std::optional<model::JobId> also = {}) const;
 
   mutable std::mutex mu_;
   FakeClock clock_;

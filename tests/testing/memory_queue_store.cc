@@ -287,7 +287,8 @@ StatusOr<store::ArrayResult> MemoryQueueStore::SubmitArray(const Principal& who,
     t.spec.env["FRUGAL_ARRAY_INDEX"] = std::to_string(index);
     if (const auto it = paired.find(index); it != paired.end()) t.spec.after.push_back(it->second);
     const JobId task = InsertLocked(who, t, rank, id, index);
-    // Tasks past the limit are not in the snapshot, so the engine does not word their wait.
+    // Every pending task of a throttled array gets the throttle reason at submit (as the
+    // SQL does): those past the room are not in the snapshot, so the engine never words it.
     Row& row = c.jobs_.at(task);
     if (req.max_running && row.state == JobState::kPending) {
       row.row.reason = "waiting: array " + std::to_string(id) + " runs at most " +

@@ -496,8 +496,7 @@ TYPED_TEST(QueueStoreContractTest, CancelEndsAWaitingJobOnceAndOnlyInItsTeam) {
   EXPECT_EQ(d->events[1].message, "cancelled by alice");
 }
 
-// Across ports: what the queue stores is what the cycle plans. Held, cancelled and
-// throttled jobs are not in the snapshot; a dependency still open is its waiting_for.
+// Pending jobs ahead are counted over the whole queue, by class, whichever the team.
 TYPED_TEST(QueueStoreContractTest, PendingAheadCountsTheWholeQueueByClass) {
   const Principal alice = this->b_.Researcher("vision", "alice");
   const Principal bob = this->b_.Researcher("speech", "bob");
@@ -518,6 +517,8 @@ TYPED_TEST(QueueStoreContractTest, PendingAheadCountsTheWholeQueueByClass) {
   EXPECT_EQ(this->queue().PendingAhead(mine).status().code(), StatusCode::kNotFound);
 }
 
+// Across ports: what the queue stores is what the cycle plans. Held, cancelled and
+// throttled jobs are not in the snapshot; a dependency still open is its waiting_for.
 TYPED_TEST(QueueStoreContractTest, TheCyclesSnapshotPlansWhatTheQueueStored) {
   SubmitRequest big = this->Request("big");
   big.spec.gpus = 4;

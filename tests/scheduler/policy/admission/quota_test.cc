@@ -99,8 +99,8 @@ TEST(QuotaTest, AJobWithNoRoomAnywhereSaysWhichQuotaHoldsIt) {
   EXPECT_EQ(WaitOf(plan, 1)->reason, "waiting: over team quota: 12/12 on-demand GPUs in use");
 }
 
-// The on-demand pool grows three GPUs a node (a job's size: no job is spread) up to 64, and its one node is full for 100 hours:
-// every job needs a new node.
+// The on-demand pool grows three GPUs a node (a job's size: no job is spread) up to 64,
+// and its one node is full for 100 hours: every job needs a new node.
 model::Snapshot GrowableOnDemand() {
   model::Snapshot s = OnDemandSnapshot();
   s.nodes = {MakeNode(10, 1, 12)};
