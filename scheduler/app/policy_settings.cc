@@ -3,10 +3,10 @@
 namespace frugal::app {
 
 policy::PolicyConfig PolicyConfigFor(const config::SchedulerConfig& cfg) {
+  // The defaults are production's: a job asks for nodes to span them (multi_node_gangs,
+  // on), and one that did not is never spread (spread_large_jobs, off), since its program
+  // would not know its rank (decision 0032).
   policy::PolicyConfig p;
-  // A job asks for nodes to span them (multi_node_gangs, on by default): one that did not
-  // is never spread (spread_large_jobs, off by default), since its program would not know
-  // its rank (decision 0032).
   if (cfg.min_run_time) p.min_run_time = *cfg.min_run_time;
   if (cfg.restore_time) p.restore_time = *cfg.restore_time;
   if (cfg.wait_horizon) p.wait_horizon = *cfg.wait_horizon;

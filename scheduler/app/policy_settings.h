@@ -1,7 +1,7 @@
-// The policy's knobs as the scheduler runs them: PolicyConfig's defaults, the production
-// choices that differ from none of them, and what the scheduler config sets
-// (config/config.h, placement/cost's section). Part of the composition root: config/ does
-// not know the policy, and the policy does not read config files.
+// The policy's knobs as the scheduler runs them: PolicyConfig's defaults (which are what
+// production runs) with what the scheduler config sets in their place (config/config.h,
+// placement/cost's knobs). Part of the composition root: config/ does not know the policy,
+// and the policy does not read config files.
 #pragma once
 
 #include "config/config.h"
