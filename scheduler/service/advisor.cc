@@ -4,11 +4,6 @@
 
 namespace frugal::service {
 
-StatusOr<Quotes> Advisor::QuoteAll(const std::vector<model::JobSpec>& specs) const {
-  ASSIGN_OR_RETURN(auto reading, store_.ReadPools());
-  return QuoteAll(specs, reading);
-}
-
 StatusOr<Quotes> Advisor::QuoteAll(const std::vector<model::JobSpec>& specs,
                                    const store::PoolReading& reading) const {
   Quotes out;

@@ -43,10 +43,8 @@ class Advisor {
       : store_(store), config_(std::move(config)), book_(book), window_(window) {}
 
   // The quotes for `specs`, in order, against one reading of the pools and the database's
-  // now() (AdminStore::ReadPools): a batch is quoted against one state of the capacity.
-  StatusOr<Quotes> QuoteAll(const std::vector<model::JobSpec>& specs) const;
-  // The same against a reading the caller has made (SubmitService, which checks deadlines
-  // at its time first). Pure.
+  // now() (AdminStore::ReadPools, made by the caller: SubmitService checks deadlines at its
+  // time first), so a batch is quoted against one state of the capacity. Pure.
   StatusOr<Quotes> QuoteAll(const std::vector<model::JobSpec>& specs,
                             const store::PoolReading& reading) const;
   // Why `job` waits: its priority factors as the engine's cycle computes them (over the
