@@ -66,7 +66,10 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
   }
   JobShape job = ShapeFor(c.market, 48, e.fraction, e.d_hours, o.checkpoint_hours, start);
   auto policy = FrugalPolicyFor(e.d_hours);
-  FrugalController fc(*policy, {o.prior_per_node_hour, o.frugal_cycle_steps});
+  // As experiment 1 runs it: a job in the series' second half learns from the first half.
+  const int split = c.market.steps / 2;
+  FrugalController fc(*policy, {o.prior_per_node_hour, o.frugal_cycle_steps,
+                                start >= split ? split : -1});
   std::string last;
   fc.set_observer([&](const StepView& v, const frugal::model::Snapshot& s,
                       const frugal::model::Plan& p) {
@@ -99,7 +102,7 @@ int Explain(const TraceSet& traces, const SimOptions& o, const ExplainOptions& e
   if (c.market.zones.size() != 1) return 0;
   // Side by side with the model-optimal reference (decision 0017), a step a character.
   const Market& m = c.market;
-  SpotChain chain = FitMarketChain(m, m.steps, 8);
+  SpotChain chain = FitMarketChain(m, start >= split ? split : m.steps, 8);
   ChainDpTable table(chain, job.deadline, job.work, job.changeover, job.checkpoint);
   ChainDpController reference(table, chain);
   RunResult rr = RunJob(m, job, reference, /*record=*/true);

@@ -114,7 +114,7 @@ double SafeHours(const Work& work, const model::Pool& pool) {
 }
 
 DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, double safe_hours,
-                          const PolicyConfig& config) {
+                          const PolicyConfig& config, DeadlineGuard guard) {
   DeadlineView v;
   v.safe_hours = safe_hours;
   if (!deadline) {
@@ -126,7 +126,8 @@ DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, doub
   // The Safety Net of Can't Be Late: two changeovers (a start the run did not count, and
   // the cycle on which the switch lands) or the configured minimum, whichever is larger; a
   // fraction of the run only if configured (it grows with the job, not with the risk).
-  v.margin_hours = std::max({Hours(config.deadline_margin), 2 * Hours(config.restore_time),
+  const double changeovers = guard == DeadlineGuard::kRules ? 2 * Hours(config.restore_time) : 0.0;
+  v.margin_hours = std::max({Hours(config.deadline_margin), changeovers,
                              config.deadline_margin_fraction * std::min(safe_hours, kNoLimit)});
   v.slack_hours = v.left_hours - safe_hours - v.margin_hours;
   return v;

@@ -76,14 +76,20 @@ struct DeadlineView {
   bool has_deadline = false;
   double left_hours = 0;    // until the deadline
   double safe_hours = 0;    // SafeHours on the fastest allowed safe pool (huge: none)
-  double margin_hours = 0;  // kept in hand: max(deadline_margin, 2 x restore, fraction x safe)
+  double margin_hours = 0;  // kept in hand: max(deadline_margin, 2 x restore (rules only), fraction x safe)
   double slack_hours = 0;   // left - safe - margin (may be negative); huge without deadline
   bool Feasible() const { return !has_deadline || slack_hours >= 0; }
 };
 constexpr double kNoLimit = 1e18;
 
+// Whose margin the view keeps. The rules keep two changeovers beyond the configured margin
+// (the Safety Net of Can't Be Late): they do not count restores one by one. The learned
+// controller's tables charge every changeover and every rollback to a checkpoint, so it
+// keeps the configured margin only (the delay between a reclaim and the cycle that sees it).
+enum class DeadlineGuard { kRules, kController };
+
 DeadlineView ViewDeadline(std::optional<Timestamp> deadline, Timestamp now, double safe_hours,
-                          const PolicyConfig& config);
+                          const PolicyConfig& config, DeadlineGuard guard = DeadlineGuard::kRules);
 
 // Slack a spot run puts at risk before the policy can react: its time beyond the safe run
 // (a slower pool, a start-up) plus one worst reclaim, after which the job must still finish

@@ -115,7 +115,9 @@ void MigrateOffSpot(const model::Snapshot& s, const FreeRoom& cap, const PolicyC
     if (target < 0) continue;  // nowhere safe to go: staying on spot is the better bet
     DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
     const model::Pool& spot = cap.entry(spot_entry).pool;
-    if (auto d = LearnedRunning(book, s, a, work, view, spot, JobWhere::kSpot,
+    const DeadlineView learned_view =
+        ViewDeadline(a.deadline, s.now, safe_hours, config, DeadlineGuard::kController);
+    if (auto d = LearnedRunning(book, s, a, work, learned_view, spot, JobWhere::kSpot,
                                 OnDemandRefPriceFor(cap, a), config)) {
       if (d->action == SpotAction::kSpot) continue;
       std::string reason = LearnedMoveReason(spot, *d, cap.entry(target).pool);
@@ -172,6 +174,8 @@ void MigrateToSpot(const model::Snapshot& s, FreeRoom& cap, const PolicyConfig& 
     double safe_hours = SafeFallback(cap, a, work, m.gpus, config).first;
     if (safe_hours >= kNoLimit) safe_hours = SafeHours(work, here);
     DeadlineView view = ViewDeadline(a.deadline, s.now, safe_hours, config);
+    const DeadlineView learned_view =
+        ViewDeadline(a.deadline, s.now, safe_hours, config, DeadlineGuard::kController);
     int best = -1;
     double best_saving = 0;
     Estimate best_est;
@@ -182,7 +186,7 @@ void MigrateToSpot(const model::Snapshot& s, FreeRoom& cap, const PolicyConfig& 
       if (cap.Usable(e, m.gpus, config.spread_large_jobs) < m.gpus) continue;
       if (any_quota && !quotas.Allows(a.team_id, pe.pool, m.gpus)) continue;
       Estimate est = EstimateOn(work, pe.pool, 1, false);
-      if (auto d = LearnedRunning(book, s, a, work, view, pe.pool, JobWhere::kOnDemand,
+      if (auto d = LearnedRunning(book, s, a, work, learned_view, pe.pool, JobWhere::kOnDemand,
                                   OnDemandRefPriceFor(cap, a), config)) {
         if (d->action != SpotAction::kSpot) continue;
         // The controller priced the changeovers: the move's worth is the price difference.

@@ -32,12 +32,12 @@ double OnDemandRefPrice(const FreeRoom& cap, const std::vector<char>& fits) {
 }
 
 std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& v,
-                                       const PoolEntry& spot, double od_ref_price,
-                                       const PolicyConfig& config) {
-  if (!v.deadline.has_deadline || v.late || od_ref_price <= 0) return std::nullopt;
+                                       const DeadlineView& view, const PoolEntry& spot,
+                                       double od_ref_price, const PolicyConfig& config) {
+  if (!view.has_deadline || !view.Feasible() || od_ref_price <= 0) return std::nullopt;
   const double speed = spot.pool.speed > 0 ? spot.pool.speed : 1.0;
   SpotJob job;
-  job.time_left_hours = v.deadline.left_hours - v.deadline.margin_hours;
+  job.time_left_hours = view.left_hours - view.margin_hours;
   job.work_hours = v.work.ref_hours / speed;
   job.restore_hours = std::max(v.work.restore_hours, Hours(config.restore_time));
   job.checkpoint_hours = v.work.tolerance == model::Tolerance::kCheckpointed
@@ -94,18 +94,25 @@ ReadyJobs::ReadyJobs(const model::Snapshot& s, const FreeRoom& cap, const Policy
     bool guarded = safe_hours < kNoLimit;
     v.deadline = ViewDeadline(guarded ? job.deadline : std::nullopt, s.now, safe_hours, config);
     v.late = !v.deadline.Feasible();
-    v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
-    v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
     // The learned controller (issue 14): per spot pool the model's best of spot, on-demand
     // and waiting, in place of the slack rules, wherever it has a table.
-    if (book && guarded && !v.late && MayRunOn(job.tolerance, model::CapacityKind::kSpot)) {
+    if (book && guarded && MayRunOn(job.tolerance, model::CapacityKind::kSpot)) {
       const double od = OnDemandRefPrice(cap, fits);
+      const DeadlineView learned_view =
+          ViewDeadline(job.deadline, s.now, safe_hours, config, DeadlineGuard::kController);
       for (int e = 0; e < entries; ++e) {
         const PoolEntry& pe = cap.entry(e);
         if (!fits[e] || pe.pool.kind != model::CapacityKind::kSpot || pe.derived) continue;
-        auto d = LearnedFor(*book, v, pe, od, config);
+        auto d = LearnedFor(*book, v, learned_view, pe, od, config);
         if (!d) continue;
         v.learned.emplace_back(e, std::move(*d));
+      }
+      // Where the controller decides, the job is judged by its margin throughout (the
+      // on-demand option's deadline check included), or it could be sent to on-demand
+      // that the rules' wider margin then refuses.
+      if (!v.learned.empty()) {
+        v.deadline = learned_view;
+        v.late = false;
       }
       // Zones: the job goes to (or waits for) the spot pool where the controller expects
       // it to cost least; the other learned pools are closed to it. Where that pool's
@@ -121,6 +128,8 @@ ReadyJobs::ReadyJobs(const model::Snapshot& s, const FreeRoom& cap, const Policy
           if (k != best || !spot) v.learned[k].second.action = SpotAction::kOnDemand;
       }
     }
+    v.priority = FactorsFor(job, v.deadline, fair, largest, s.now, config);
+    v.tier = std::clamp(static_cast<int>(v.priority.score * 8), 0, 7);
 
     // data() + offset, not &rates_[...]: with no options rates_ is empty and indexing it is
     // undefined behaviour (UBSan in the unit tests, scripts/sanitize).

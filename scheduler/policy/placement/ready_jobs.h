@@ -35,10 +35,11 @@ struct JobView {
 // The safe alternative's price per GPU per reference hour for a job that fits `fits`: the
 // cheapest on-demand pool (0: none).
 double OnDemandRefPrice(const FreeRoom& capacity, const std::vector<char>& fits);
-// The learned decision for a deadline job `view` (pending) on spot entry `e`, or empty.
-std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& view,
-                                       const PoolEntry& spot, double od_ref_price,
-                                       const PolicyConfig& config);
+// The learned decision for pending deadline job `v` on spot entry `spot`, judged by
+// `view` (its deadline with the controller's margin, DeadlineGuard::kController), or empty.
+std::optional<SpotDecision> LearnedFor(const SpotBook& book, const JobView& v,
+                                       const DeadlineView& view, const PoolEntry& spot,
+                                       double od_ref_price, const PolicyConfig& config);
 
 // Option rates of every job, flat: rate(j, o) < 0 means "not allowed".
 class ReadyJobs {

@@ -34,7 +34,8 @@ std::vector<SpotOutlook> SpotOutlooks(const model::PendingJob& job,
     if (od_ref == 0 || per_ref < od_ref) od_ref = per_ref;
   }
   if (od_ref <= 0) return out;
-  const DeadlineView view = ViewDeadline(job.deadline, now, safe_hours, config);
+  const DeadlineView view =
+      ViewDeadline(job.deadline, now, safe_hours, config, DeadlineGuard::kController);
   for (const auto& p : pools) {
     if (p.kind != model::CapacityKind::kSpot || !p.availability ||
         !PoolFits(job.gpu_types, job.min_gpu_mem_gb, p))

@@ -92,6 +92,10 @@ TEST(CostModelTest, DeadlineSlackIsLeftMinusSafeRunMinusMargin) {
   // A 12m restore makes the margin 2 x 12m = 24m (the Safety Net's 2d).
   config.restore_time = 12min;
   EXPECT_NEAR(ViewDeadline(At(30h), T0(), 10.0, config).slack_hours, 20.0 - 0.4, 1e-9);
+  // The learned controller's tables count each restore: it keeps the configured 10m only.
+  EXPECT_NEAR(
+      ViewDeadline(At(30h), T0(), 10.0, config, DeadlineGuard::kController).slack_hours,
+      20.0 - 1.0 / 6, 1e-9);
   config.restore_time = 5min;
   EXPECT_FALSE(ViewDeadline(std::nullopt, T0(), 10.0, config).has_deadline);
   // 1h of work: the 10m floor applies. 1h30m left: slack 1h30m - 1h - 10m = 20m.

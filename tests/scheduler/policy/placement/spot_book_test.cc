@@ -248,6 +248,43 @@ TEST_F(LearnedPlacementTest, AvoidsSpotWhoseSpellsAreTooShortToPay) {
   EXPECT_EQ(NodeOf(Decide(), 1), 30);
 }
 
+// Restores of 12 minutes: the rules keep two of them (24m) in hand before the deadline,
+// the controller only the configured 10m, since its tables charge every changeover and
+// every rollback themselves. Spot lasts for days; the job is half done (5h left from its
+// latest checkpoint) and checkpoints every 6 minutes.
+TEST_F(LearnedPlacementTest, KeepsItsOwnMarginNotTheRulesTwoChangeovers) {
+  config_.restore_time = 12min;
+  Spot(Model({2000, 5}, 20), true);
+  const Seconds on_demand = 5h + 12min;  // from the checkpoint: the work and a restore
+  // Running on spot, checkpoint just written, 20m beyond what on-demand needs: the rules'
+  // view is 4m short and would send it to on-demand; for the controller a reclaim (a
+  // restore and at most one 3-minute tick lost) still leaves on-demand in time: it stays.
+  auto r = MakeRunning(100, 1, 30, 1);
+  r.pool_id = 3;
+  r.tolerance = model::Tolerance::kCheckpointed;
+  r.estimate = 10h;
+  r.checkpoint_interval = 6min;
+  r.progress = 0.5;
+  r.last_checkpoint_at = At(0s);
+  r.deadline = At(on_demand + 20min);
+  s_.running = {r};
+  auto plan = Decide();
+  EXPECT_TRUE(plan.stops.empty()) << plan.stops.front().reason;
+  // Pending, 40m beyond: going to spot costs a restore, and a reclaim there another one.
+  // The rules keep 16m of slack against a worst reclaim of 18m (the interval and a
+  // restore): on-demand. The controller has 30m: a restore to start, and then still a
+  // restore and a tick in hand: spot.
+  s_.running.clear();
+  auto pending = CheckpointedJob(on_demand + 40min);
+  pending.progress = 0.5;
+  pending.checkpoint_interval = 6min;
+  s_.pending = {pending};
+  EXPECT_EQ(NodeOf(Decide(), 1), 30);
+  // At 20m beyond, a reclaim after the restore would leave too little: on-demand.
+  s_.pending[0].deadline = At(on_demand + 20min);
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+}
+
 // A 2-node gang on a pool whose nodes, one at a time, last for days, but two of which
 // have seldom stayed up together for long (memoryless spells of about 20 minutes, spot 3%
 // below on-demand): the gang pays on-demand, where a one-node chain would say spot. When
