@@ -94,6 +94,8 @@ ReadyJobs::ReadyJobs(const model::Snapshot& s, const FreeRoom& cap, const Policy
     bool guarded = safe_hours < kNoLimit;
     v.deadline = ViewDeadline(guarded ? job.deadline : std::nullopt, s.now, safe_hours, config);
     v.late = !v.deadline.Feasible();
+    // A spot pool the controller does not decide stays under the rules and their margin.
+    const DeadlineView rules_view = v.deadline;
     // The learned controller (issue 14): per spot pool the model's best of spot, on-demand
     // and waiting, in place of the slack rules, wherever it has a table.
     if (book && guarded && MayRunOn(job.tolerance, model::CapacityKind::kSpot)) {
@@ -178,7 +180,7 @@ ReadyJobs::ReadyJobs(const model::Snapshot& s, const FreeRoom& cap, const Policy
         rate = std::min(kMaxRate, per_ref * kLateRatePerHour);
       } else {
         bool ok = IsSafe(pe.pool.kind) ? SafeMeets(est, v.deadline)
-                                       : learned != nullptr || SpotCovered(est, v.deadline);
+                                       : learned != nullptr || SpotCovered(est, rules_view);
         if (!ok) continue;
         rate = DecisionRate(v.work, pe.pool, est, config);
         if (fresh_node) rate = rate * kNewNodeFactor + 1;

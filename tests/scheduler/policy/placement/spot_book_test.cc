@@ -25,6 +25,17 @@ std::shared_ptr<const AvailabilityModel> Model(std::vector<int> spells, int time
   return m;
 }
 
+// Memoryless up and down spells of about 7 ticks (20 minutes), 400 of each: spot too
+// flighty to pay when it is priced near on-demand.
+std::shared_ptr<const AvailabilityModel> FlightyModel() {
+  auto m = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
+  std::mt19937 rng(3);
+  std::geometric_distribution<int> spell(1.0 / 7);
+  for (int i = 0; i < 400; ++i)
+    m->AddSpell(true, 1 + spell(rng), true), m->AddSpell(false, 1 + spell(rng), true);
+  return m;
+}
+
 std::vector<std::uint8_t> UpOf(const AvailabilityModel& m) {
   std::vector<std::uint8_t> up(m.states());
   for (int s = 0; s < m.states(); ++s) up[s] = m.IsUp(s);
@@ -235,10 +246,7 @@ TEST_F(LearnedPlacementTest, WaitsWhileItIsFreeThenPaysOnDemandForALongOutage) {
 // the restores and reclaims take more than spot saves, so the job runs on on-demand with
 // spot up and days of slack.
 TEST_F(LearnedPlacementTest, AvoidsSpotWhoseSpellsAreTooShortToPay) {
-  auto m = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
-  std::mt19937 rng(3);
-  std::geometric_distribution<int> spell(1.0 / 7);
-  for (int i = 0; i < 400; ++i) m->AddSpell(true, 1 + spell(rng), true), m->AddSpell(false, 1 + spell(rng), true);
+  auto m = FlightyModel();
   s_.pools[1].price_per_gpu_hour = 2900000;
   Spot(m, true);
   s_.pending = {CheckpointedJob(60h)};
@@ -285,16 +293,34 @@ TEST_F(LearnedPlacementTest, KeepsItsOwnMarginNotTheRulesTwoChangeovers) {
   EXPECT_EQ(NodeOf(Decide(), 1), 20);
 }
 
+// The controller's margin is for the pools it decides. The same pending job, 40m over
+// on-demand's need, with its learned pool priced near on-demand and flighty (its verdict:
+// on-demand) and a second spot pool with no model, judged by the rules: their margin leaves
+// 16m of slack against a worst reclaim of 18m, so that pool is no option: on-demand.
+TEST_F(LearnedPlacementTest, APoolTheControllerDoesNotDecideKeepsTheRulesMargin) {
+  config_.restore_time = 12min;
+  auto m = FlightyModel();
+  s_.pools[1].price_per_gpu_hour = 2900000;
+  Spot(m, true);
+  s_.pools.push_back(MakePool(4, "a100-spot-b", model::CapacityKind::kSpot, "a100", 1.0));
+  s_.pools.back().preemption_rate_per_node_hour = 0.1;
+  s_.nodes.push_back(MakeNode(40, 4, 8));
+  auto pending = CheckpointedJob(5h + 12min + 40min);
+  pending.progress = 0.5;
+  pending.checkpoint_interval = 6min;
+  s_.pending = {pending};
+  EXPECT_EQ(NodeOf(Decide(), 1), 20);
+  // With a day to spare, the rules send it to that pool.
+  s_.pending[0].deadline = At(29h);
+  EXPECT_EQ(NodeOf(Decide(), 1), 40);
+}
+
 // A 2-node gang on a pool whose nodes, one at a time, last for days, but two of which
 // have seldom stayed up together for long (memoryless spells of about 20 minutes, spot 3%
 // below on-demand): the gang pays on-demand, where a one-node chain would say spot. When
 // pairs last as long as single nodes, it runs on spot.
 TEST_F(LearnedPlacementTest, AGangPlansWithAllOfItsNodesUp) {
-  auto pairs = std::make_shared<AvailabilityModel>(AvailabilityModel::Empty(180, 8));
-  std::mt19937 rng(3);
-  std::geometric_distribution<int> spell(1.0 / 7);
-  for (int i = 0; i < 400; ++i)
-    pairs->AddSpell(true, 1 + spell(rng), true), pairs->AddSpell(false, 1 + spell(rng), true);
+  auto pairs = FlightyModel();
   s_.pools[1].price_per_gpu_hour = 2900000;
   s_.pools[0].max_gpus = s_.pools[1].max_gpus = 16;
   s_.nodes.push_back(MakeNode(21, 2, 8));
