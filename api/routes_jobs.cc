@@ -74,6 +74,26 @@ Status AtItem(const Status& st, std::size_t i) {
   return Status(st.code(), at + ": " + st.message(), st.field().empty() ? at : at + "." + st.field());
 }
 
+// The batch reply, {"count", "created", "expected_cost", "jobs": [{"created", "id", "state"}]},
+// written as text: the same bytes as dumping the json object (keys in nlohmann's sorted
+// order), without building 10,000 objects first (decision 0046).
+std::string EncodeBatchReply(const std::vector<store::BatchItem>& items, int created, Micros expected) {
+  std::string out = "{\"count\":" + std::to_string(items.size()) +
+                    ",\"created\":" + std::to_string(created) +
+                    ",\"expected_cost\":" + json(FormatDollars(expected, true)).dump() + ",\"jobs\":[";
+  out.reserve(out.size() + items.size() * 48 + 2);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += items[i].created ? "{\"created\":true,\"id\":" : "{\"created\":false,\"id\":";
+    out += std::to_string(items[i].id);
+    out += ",\"state\":\"";  // states are plain lower-case words: nothing to escape
+    out += model::ToString(items[i].state);
+    out += "\"}";
+  }
+  out += "]}";
+  return out;
+}
+
 // POST /v1/jobs:batch (decision 0024): every spec is checked as POST /v1/jobs checks it,
 // then all are stored in one transaction, or none is.
 StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const store::Principal& who) {
@@ -102,13 +122,17 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
     auto& r = reqs[i];
     if (!specs[i].is_object())
       return AtItem(InvalidArgument(std::string("must be a JSON object, got ") + specs[i].type_name()), i);
-    json item = specs[i];
+    // Copied only to take after_arrays out: a copy of every spec cost more than decoding it.
+    const json* item = &specs[i];
+    json trimmed;
     json after_arrays = json::object();
-    if (item.contains("after_arrays")) {
-      after_arrays["after_arrays"] = item["after_arrays"];
-      item.erase("after_arrays");
+    if (item->contains("after_arrays")) {
+      trimmed = *item;
+      after_arrays["after_arrays"] = trimmed["after_arrays"];
+      trimmed.erase("after_arrays");
+      item = &trimmed;
     }
-    auto spec = DecodeJobSpec(item);
+    auto spec = DecodeJobSpec(*item);
     if (!spec.ok()) return AtItem(spec.status(), i);
     r.spec = *std::move(spec);
     if (Status st = array_deps.Take(after_arrays, r.spec); !st.ok()) return AtItem(st, i);
@@ -125,18 +149,11 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
     return refused == kNone ? batch.status() : AtItem(batch.status(), refused);
   }
   const auto& items = batch->items;
-  const Micros expected = batch->expected_cost;
-  json jobs = json::array();
   int created = 0;
-  for (const auto& item : items) {
-    created += item.created ? 1 : 0;
-    jobs.push_back({{"id", item.id}, {"state", model::ToString(item.state)}, {"created", item.created}});
-  }
-  return Reply{created > 0 ? 201 : 200,
-               {{"count", items.size()},
-                {"created", created},
-                {"expected_cost", FormatDollars(expected, true)},
-                {"jobs", std::move(jobs)}}};
+  for (const auto& item : items) created += item.created ? 1 : 0;
+  Reply reply = Reply::Text("application/json", EncodeBatchReply(items, created, batch->expected_cost));
+  reply.status = created > 0 ? 201 : 200;
+  return reply;
 }
 
 }  // namespace

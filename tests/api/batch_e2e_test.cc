@@ -46,6 +46,12 @@ TEST_F(BatchE2eTest, EveryJobIsStoredInOrderAsItsSpecSays) {
   auto r = Batch(t, {Spec("a"), Spec("b", {{"gpus", 2}, {"priority", "high"}}),
                      Spec("c", {{"labels", {{"sweep", "lr"}}}})});
   ASSERT_EQ(r.status, 201) << r.raw;
+  // The reply is written as text (decision 0046): byte for byte what dumping it as a json
+  // object gives, keys sorted, with the JSON content type.
+  EXPECT_EQ(r.raw, r.body.dump());
+  const auto type = r.headers.find("Content-Type");
+  ASSERT_NE(type, r.headers.end());
+  EXPECT_EQ(type->second, "application/json");
   EXPECT_EQ(r.body["count"], 3);
   EXPECT_EQ(r.body["created"], 3);
   ASSERT_EQ(r.body["jobs"].size(), 3u);
@@ -114,6 +120,7 @@ TEST_F(BatchE2eTest, ARetryWithTheSameKeyStoresNothingTwice) {
   ASSERT_EQ(first.status, 201) << first.raw;
   auto again = Batch(t, specs, key);
   ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(again.raw, again.body.dump());
   EXPECT_EQ(again.body["created"], 0);
   for (std::size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(again.body["jobs"][i]["id"], first.body["jobs"][i]["id"]);

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "scheduler/store/pg/batch_rows.h"
 #include "scheduler/store/pg/pg_store.h"
 #include "scheduler/store/pg/pg_store_internal.h"
 
@@ -12,54 +13,6 @@ namespace frugal::store {
 
 using nlohmann::json;
 using model::JobId;
-
-namespace {
-
-std::optional<std::int64_t> OptSeconds(const std::optional<Seconds>& s) {
-  if (!s) return std::nullopt;
-  return s->count();
-}
-
-// A row of the INSERT's source, as jsonb_to_recordset reads it.
-StatusOr<json> Row(const SubmitRequest& req, JobId id, std::optional<std::int64_t> array_id,
-                   std::optional<int> array_index) {
-  const model::JobSpec& s = req.spec;
-  ASSIGN_OR_RETURN(int rank, model::PriorityRank(s.priority));
-  std::vector<JobId> deps = s.after;
-  for (auto d : s.after_any)
-    if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
-  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  std::optional<std::string> deadline;
-  if (s.deadline) deadline = pg::ToMicrosParam(*s.deadline);
-  return json{{"id", id},
-              {"name", s.name},
-              {"project", s.project},
-              {"command", s.command},
-              {"env", s.env},
-              {"working_dir", s.working_dir},
-              {"gpus", s.gpus},
-              {"nodes", s.nodes},
-              {"gpu_types", s.gpu_types},
-              {"min_gpu_mem_gb", opt(s.min_gpu_mem_gb)},
-              {"priority", s.priority},
-              {"priority_rank", rank},
-              {"deadline_us", opt(deadline)},
-              {"estimate_s", opt(OptSeconds(s.estimate))},
-              {"max_runtime_s", opt(OptSeconds(s.max_runtime))},
-              {"tolerance", model::ToString(s.tolerance)},
-              {"checkpoint_interval_s", opt(OptSeconds(s.checkpoint_interval))},
-              {"depends_on", deps},
-              {"labels", s.labels},
-              {"max_attempts", s.max_attempts},
-              {"idempotency_key", opt(req.idempotency_key)},
-              {"request_sha256", req.idempotency_key ? json(req.request_sha256) : json(nullptr)},
-              {"depends_on_any", s.after_any},
-              {"approval_reason", opt(req.approval_reason)},
-              {"array_id", opt(array_id)},
-              {"array_index", opt(array_index)}};
-}
-
-}  // namespace
 
 namespace pg {
 
@@ -74,16 +27,18 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
                                     "SELECT nextval(pg_get_serial_sequence('jobs', 'id'))"
                                     " FROM generate_series(1, $1::int)",
                                     {std::to_string(reqs.size())}));
-  json rows = json::array();
+  std::string rows = "[";
+  rows.reserve(256 * reqs.size());
   std::vector<BatchItem> items(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     items[i].id = ids.Int(static_cast<int>(i), 0);
     items[i].state = reqs[i].approval_reason ? model::JobState::kHeld : model::JobState::kPending;
     std::optional<int> index;
     if (array_id) index = indices.at(i);
-    ASSIGN_OR_RETURN(json row, Row(reqs[i], items[i].id, array_id, index));
-    rows.push_back(std::move(row));
+    if (i > 0) rows += ',';
+    RETURN_IF_ERROR(pg::AppendBatchRow(rows, reqs[i], items[i].id, array_id, index));
   }
+  rows += ']';
   ASSIGN_OR_RETURN(
       auto ins,
       c.Exec("batch_insert",
@@ -94,24 +49,24 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " depends_on_any, state, reason, awaiting_approval, array_id, array_index, nodes)"
              " OVERRIDING SYSTEM VALUE"
              " SELECT r.id, $1, $2, r.name, r.project,"
-             " ARRAY(SELECT jsonb_array_elements_text(r.command)), r.env, r.working_dir,"
-             " r.gpus, ARRAY(SELECT jsonb_array_elements_text(r.gpu_types)),"
+             " r.command, r.env, r.working_dir,"
+             " r.gpus, r.gpu_types,"
              " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
              " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
              " r.tolerance, r.checkpoint_interval_s,"
-             " ARRAY(SELECT jsonb_array_elements_text(r.depends_on)::bigint), r.labels,"
+             " r.depends_on, r.labels,"
              " r.max_attempts, r.idempotency_key, r.request_sha256,"
-             " ARRAY(SELECT jsonb_array_elements_text(r.depends_on_any)::bigint),"
+             " r.depends_on_any,"
              " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
              " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL,"
              " r.array_id, r.array_index, r.nodes"
              " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
-             " project text, command jsonb, env jsonb, working_dir text, gpus int,"
-             " gpu_types jsonb, min_gpu_mem_gb int, priority text, priority_rank int,"
+             " project text, command text[], env jsonb, working_dir text, gpus int,"
+             " gpu_types text[], min_gpu_mem_gb int, priority text, priority_rank int,"
              " deadline_us bigint, estimate_s bigint, max_runtime_s bigint,"
-             " tolerance text, checkpoint_interval_s bigint, depends_on jsonb,"
+             " tolerance text, checkpoint_interval_s bigint, depends_on bigint[],"
              " labels jsonb, max_attempts int, idempotency_key text,"
-             " request_sha256 text, depends_on_any jsonb, approval_reason text,"
+             " request_sha256 text, depends_on_any bigint[], approval_reason text,"
              " array_id bigint, array_index int, nodes int)"
              " ORDER BY r.id"
              " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
@@ -121,7 +76,7 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
              " SELECT id, 'submitted', state, 'submitted by ' || $4 ||"
              " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END FROM ins ORDER BY id)"
              " SELECT id FROM ins",
-             {team, std::to_string(who.user_id), rows.dump(), who.user}));
+             {team, std::to_string(who.user_id), rows, who.user}));
   std::set<JobId> inserted;
   for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
   json replayed = json::array();

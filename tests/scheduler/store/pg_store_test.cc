@@ -108,7 +108,12 @@ TEST_F(PgStoreTest, SubmitBatchStoresWhatSubmitStores) {
   r.spec.gpus = 2;
   r.spec.gpu_types = {"a100", "h100"};
   r.spec.min_gpu_mem_gb = 40;
-  r.spec.env = {{"LR", "0.1"}};
+  r.spec.env = {{"LR", "0.1"}, {"MSG", "a\"b\\c\x01\n"}};
+  // Text the batch's row writer must escape, or hands to nlohmann (decision 0046), and
+  // array elements that look like PostgreSQL array syntax.
+  r.spec.name = "full \"quoted\" \\ \xc3\xa9";
+  r.spec.command = {"/bin/sh", "-c", "echo \"{a,b}\" NULL\n\tdone \\ \xf0\x9f\x9a\x80", "", "NULL", "{x}"};
+  r.spec.labels = {{"exp", "sweep \"1\""}, {"k", "v"}};
   r.spec.priority = "high";
   r.spec.deadline = *ParseRfc3339("2030-01-01T00:00:00.250Z");
   r.spec.estimate = Seconds(3600);
