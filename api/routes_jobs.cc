@@ -77,10 +77,11 @@ Status AtItem(const Status& st, std::size_t i) {
 // The batch reply, {"count", "created", "expected_cost", "jobs": [{"created", "id", "state"}]},
 // written as text: the same bytes as dumping the json object (keys in nlohmann's sorted
 // order), without building 10,000 objects first (decision 0046).
-std::string EncodeBatchReply(const std::vector<store::BatchItem>& items, int created, Micros expected) {
-  std::string out = "{\"count\":" + std::to_string(items.size()) +
-                    ",\"created\":" + std::to_string(created) +
-                    ",\"expected_cost\":" + json(FormatDollars(expected, true)).dump() + ",\"jobs\":[";
+std::string EncodeBatchReply(const std::vector<store::BatchItem>& items, int created,
+                             Micros expected) {
+  std::string out =
+      "{\"count\":" + std::to_string(items.size()) + ",\"created\":" + std::to_string(created) +
+      ",\"expected_cost\":" + json(FormatDollars(expected, true)).dump() + ",\"jobs\":[";
   out.reserve(out.size() + items.size() * 48 + 2);
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ',';
@@ -151,7 +152,8 @@ StatusOr<Reply> SubmitBatch(Context& ctx, const httplib::Request& req, const sto
   const auto& items = batch->items;
   int created = 0;
   for (const auto& item : items) created += item.created ? 1 : 0;
-  Reply reply = Reply::Text("application/json", EncodeBatchReply(items, created, batch->expected_cost));
+  Reply reply =
+      Reply::Text("application/json", EncodeBatchReply(items, created, batch->expected_cost));
   reply.status = created > 0 ? 201 : 200;
   return reply;
 }

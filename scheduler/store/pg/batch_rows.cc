@@ -1,8 +1,7 @@
 #include "scheduler/store/pg/batch_rows.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "scheduler/store/pg/pg_store_internal.h"
 

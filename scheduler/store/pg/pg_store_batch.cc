@@ -1,7 +1,6 @@
 // Batch submit (decision 0024): every job of a request in one transaction and one INSERT,
 // however many there are, instead of a transaction and five statements per job.
 #include <nlohmann/json.hpp>
-
 #include <set>
 #include <unordered_map>
 

@@ -112,7 +112,8 @@ TEST_F(PgStoreTest, SubmitBatchStoresWhatSubmitStores) {
   // Text the batch's row writer must escape, or hands to nlohmann (decision 0046), and
   // array elements that look like PostgreSQL array syntax.
   r.spec.name = "full \"quoted\" \\ \xc3\xa9";
-  r.spec.command = {"/bin/sh", "-c", "echo \"{a,b}\" NULL\n\tdone \\ \xf0\x9f\x9a\x80", "", "NULL", "{x}"};
+  r.spec.command = {"/bin/sh", "-c",   "echo \"{a,b}\" NULL\n\tdone \\ \xf0\x9f\x9a\x80",
+                    "",        "NULL", "{x}"};
   r.spec.labels = {{"exp", "sweep \"1\""}, {"k", "v"}};
   r.spec.priority = "high";
   r.spec.deadline = *ParseRfc3339("2030-01-01T00:00:00.250Z");
