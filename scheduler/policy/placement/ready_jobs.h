@@ -21,11 +21,13 @@ inline bool OptionIsNew(int o) { return (o & 1) != 0; }
 struct JobView {
   const model::PendingJob* job = nullptr;
   Work work;
+  // The rules' view of the deadline, or the controller's (its margin, DeadlineGuard::
+  // kController) where the learned controller decides the job (decision 0045).
   DeadlineView deadline;
   PriorityFactors priority;
   int tier = 0;                // priority score in 8 steps (0 lowest): the unplaced penalty
   bool any_type_fits = false;  // some entry has the GPU type and memory asked for
-  bool late = false;           // the deadline cannot be met anywhere: earliest finish wins
+  bool late = false;           // `deadline` cannot be met anywhere: earliest finish wins
   // The learned controller's verdict per spot entry (issue 14), where it applies: entry
   // index and decision. Spot or wait on any of them closes the paid safe options.
   std::vector<std::pair<int, SpotDecision>> learned;
