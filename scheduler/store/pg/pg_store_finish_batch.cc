@@ -80,6 +80,7 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
     facts[j.Int(k, 0)] = jf;
   }
   json ends = json::array(), logs = json::array(), moves = json::array();
+  std::string ended_ids, moved_ids;
   for (const Common& m : common) {
     const auto it = facts.find(m.job_id);
     if (it == facts.end()) continue;
@@ -109,6 +110,8 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
                      {"terminal", model::IsTerminal(next.to)}});
     done[m.index] = true;
     out[m.index].job_id = m.job_id;
+    ended_ids += (ended_ids.empty() ? "" : ",") + std::to_string(r.attempt_id);
+    moved_ids += (moved_ids.empty() ? "" : ",") + std::to_string(m.job_id);
   }
   if (ends.empty()) return done;
   // As FinishInTx and AppendLogInTx together. A live attempt is never billed, so `billed`
@@ -119,8 +122,13 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
                          " ended_at = greatest(now(), a.started_at), end_reason = x.outcome,"
                          " exit_code = x.exit_code, acked_at = coalesce(a.acked_at, now())"
                          " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, kept bigint,"
-                         " dropped bigint, outcome text, exit_code int) WHERE a.id = x.id",
-                         {ends.dump()})
+                         " dropped bigint, outcome text, exit_code int) WHERE a.id = x.id"
+                         // The ids again as an array: the planner counts an array's
+                         // elements but guesses 100 rows for a recordset, and with that
+                         // guess it scans the whole table once it has a few thousand
+                         // attempts, where the key finds the batch's few.
+                         " AND a.id = ANY($2::bigint[])",
+                         {ends.dump(), "{" + ended_ids + "}"})
                       .status());
   if (!logs.empty()) {
     RETURN_IF_ERROR(c.Exec("finish_common_logs",
@@ -138,11 +146,12 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
                          " failures = x.failures, not_before = CASE WHEN x.backoff > 0 THEN"
                          " now() + make_interval(secs => x.backoff) ELSE NULL END,"
                          " finished_at = CASE WHEN x.terminal THEN now() ELSE NULL END,"
-                         " updated_at = now() FROM x WHERE j.id = x.id RETURNING j.id)"
+                         " updated_at = now() FROM x WHERE j.id = x.id"
+                         " AND j.id = ANY($2::bigint[]) RETURNING j.id)"
                          " INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
                          " SELECT x.id, 'state_changed', 'running', x.state, x.reason FROM x"
                          " ORDER BY x.id",
-                         {moves.dump()})
+                         {moves.dump(), "{" + moved_ids + "}"})
                       .status());
   return done;
 }
