@@ -18,6 +18,18 @@ void Lane::Leave() {
   free_.notify_one();
 }
 
+namespace {
+thread_local Lane* held_lane = nullptr;
+}  // namespace
+
+void HoldLane(Lane* lane) { held_lane = lane; }
+
+void LeaveHeldLane() {
+  if (held_lane == nullptr) return;
+  held_lane->Leave();
+  held_lane = nullptr;
+}
+
 Lane* HandlerLanes::For(const std::string& pattern) {
   // Liveness must answer even when every handler is busy: it touches nothing shared.
   // Readiness bounds its own wait (ReadyCheck), so it needs no lane either.

@@ -34,6 +34,14 @@ class Lane {
   int busy_ = 0;  // guarded by mu_
 };
 
+// The lane the calling thread's handler holds. The router marks it (HoldLane) once the
+// handler is admitted and leaves it (LeaveHeldLane) when the handler returns; a handler
+// that is about to wait without a database connection may leave it earlier, so that
+// another request can have the slot: a single submit that joins a group (decision 0047),
+// whose group holds one connection for all its requests. Leaving twice is a no-op.
+void HoldLane(Lane* lane);
+void LeaveHeldLane();
+
 struct HandlerLanes {
   // `user_slots` should stay below the database pool size, so that workers and the engine
   // always find a connection however busy users are.

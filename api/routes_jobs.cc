@@ -226,6 +226,9 @@ void RegisterJobRoutes(Router& s, Context& ctx) {
              sr.idempotency_key = key;
            }
            sr.request_sha256 = Sha256Hex(canonical);
+           // A submit that joins a group waits for it holding no database connection:
+           // its slot can serve the next request meanwhile (decision 0047).
+           if (service::SubmitService::JoinsGroups(sr)) LeaveHeldLane();
            ASSIGN_OR_RETURN(auto submitted, ctx.submit.Submit(*who, std::move(sr)));
            const store::SubmitResult& result = submitted.result;
            json outlook = json::object();

@@ -213,8 +213,9 @@ Router& Router::Add(const std::string& method, const std::string& pattern,
     // The wait for a lane is part of the latency the client sees.
     Status admitted = lane != nullptr ? lane->Enter(kLaneWait) : Status::Ok();
     if (admitted.ok()) {
+      HoldLane(lane);
       handler(req, res);
-      if (lane != nullptr) lane->Leave();
+      LeaveHeldLane();  // unless the handler left it already
     } else {
       WriteError(res, admitted);
     }
@@ -286,7 +287,7 @@ struct ApiServer::Impl {
        engine::Engine& engine, const service::Advisor& advisor, ApiOptions options)
       : ready([&store] { return store.Ping(); }, kReadyWait),
         lanes(std::max(1, options.db_pool_size - 2), std::max(2, options.db_pool_size)),
-        submit(store, advisor, [&engine] { engine.Kick(); }),
+        submit(store, advisor, [&engine] { engine.KickForNewWork(); }),
         ctx{store, workers, costs, engine, advisor, submit, options, &ready} {}
   ReadyCheck ready;
   HandlerLanes lanes;

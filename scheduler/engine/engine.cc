@@ -34,8 +34,12 @@ void LogIdleActions(const std::vector<model::IdleAction>& actions) {
 class Engine::Impl {
  public:
   Impl(store::CycleStore& store, const policy::Policy& policy, EngineOptions options)
-      : store_(store), policy_(policy), options_(options), strand_(io_.get_executor()),
-        timer_(strand_) {}
+      : store_(store),
+        policy_(policy),
+        options_(options),
+        strand_(io_.get_executor()),
+        timer_(strand_),
+        kick_timer_(strand_) {}
 
   void Start() {
     work_.emplace(asio::make_work_guard(io_));
@@ -49,6 +53,7 @@ class Engine::Impl {
     asio::post(strand_, [this] {
       stopping_ = true;
       timer_.cancel();
+      kick_timer_.cancel();
     });
     work_.reset();
     thread_.join();
@@ -61,10 +66,32 @@ class Engine::Impl {
   }
 
   void Kick() {
-    // Coalesce: only the first kick since the last cycle posts a cycle.
+    // Coalesce: only the first kick since the last cycle posts a cycle. A cycle waiting
+    // for kick_spacing runs now instead.
+    if (kick_now_.exchange(true)) return;
+    kick_pending_ = true;
+    asio::post(strand_, [this] {
+      if (stopping_ || !kick_now_) return;  // a cycle ran since
+      kick_timer_.cancel();
+      (void)RunCycle(Depth::kKicked);
+    });
+  }
+
+  void KickForNewWork() {
     if (kick_pending_.exchange(true)) return;
     asio::post(strand_, [this] {
-      if (!stopping_) (void)RunCycle(Depth::kKicked);
+      if (stopping_ || !kick_pending_) return;  // a cycle ran since
+      const auto since = std::chrono::steady_clock::now() - last_cycle_end_;
+      if (since >= options_.kick_spacing) {
+        (void)RunCycle(Depth::kKicked);
+        return;
+      }
+      // Too soon after the last cycle: run when the spacing is up, with every submit that
+      // comes meanwhile.
+      kick_timer_.expires_after(options_.kick_spacing - since);
+      kick_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && !stopping_ && kick_pending_) (void)RunCycle(Depth::kKicked);
+      });
     });
   }
 
@@ -117,8 +144,10 @@ class Engine::Impl {
 
   Status RunCycle(Depth depth = Depth::kFull) {
     kick_pending_ = false;
+    kick_now_ = false;
     metrics::Stopwatch watch;
     Status st = Cycle(WindowFor(depth), depth);
+    last_cycle_end_ = std::chrono::steady_clock::now();
     if (store::IsNotLeader(st)) {
       // The fence refused a write: the term ended while this cycle ran (this process was
       // frozen or cut off). Nothing was written; a standby leads now.
@@ -266,10 +295,15 @@ class Engine::Impl {
   asio::io_context io_;
   asio::strand<asio::io_context::executor_type> strand_;
   asio::steady_timer timer_;  // strand only
+  asio::steady_timer kick_timer_;  // strand only: a kicked cycle waiting for kick_spacing
+  // When the last cycle ended: strand only, like every cycle (RunCycleForTest runs one only
+  // on an engine that was not started).
+  std::chrono::steady_clock::time_point last_cycle_end_{};
   bool stopping_ = false;     // strand only
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread thread_;
-  std::atomic<bool> kick_pending_{false};
+  std::atomic<bool> kick_pending_{false};  // a kick of either kind since the last cycle
+  std::atomic<bool> kick_now_{false};      // a Kick() since the last cycle
   std::int64_t held_term_ = 0;  // strand only: the term this scheduler leads, 0 for none
 
   mutable std::mutex stats_mu_;
@@ -289,6 +323,7 @@ Engine::~Engine() { impl_->Stop(); }
 void Engine::Start() { impl_->Start(); }
 void Engine::Stop() { impl_->Stop(); }
 void Engine::Kick() { impl_->Kick(); }
+void Engine::KickForNewWork() { impl_->KickForNewWork(); }
 CycleStats Engine::Stats() const { return impl_->Stats(); }
 std::int64_t Engine::WaitForWork(std::int64_t node_id, std::int64_t seen,
                                  std::chrono::milliseconds timeout) {

@@ -1,6 +1,7 @@
 // The scheduling engine: runs cycles (load snapshot -> DecideCycle -> apply the plan in one
 // transaction) on one Asio strand, every `interval` and whenever kicked. Kicks coalesce:
-// any number of kicks during a cycle cause exactly one more cycle.
+// any number of kicks during a cycle cause exactly one more cycle. A kick for new work (a
+// submit) waits until `kick_spacing` after the last cycle; any other kick runs at once.
 //
 // Only the leader runs cycles, so several schedulers may share a database. Leadership is
 // a lease in database time with a fencing term (decision 0020), renewed at the start of
@@ -12,8 +13,9 @@
 // capacity provider (decision 0041). Engine tests run it on the in-memory store
 // (tests/testing/memory_cycle_store.h) as well as on PostgreSQL.
 //
-// Threading: Kick(), Stats(), WaitForWork(), Wake() and EndWaits() are thread-safe; the
-// cycle itself runs only on the engine's own thread. Asio stays out of this header.
+// Threading: Kick(), KickForNewWork(), Stats(), WaitForWork(), Wake() and EndWaits() are
+// thread-safe; the cycle itself runs only on the engine's own thread. Asio stays out of this
+// header.
 #pragma once
 
 #include <chrono>
@@ -38,6 +40,11 @@ struct EngineOptions {
   // The leader lease (config leader_lease_ttl). Longer than `interval` plus a cycle's
   // work, or the leader loses it between renewals.
   std::chrono::milliseconds leader_lease_ttl{6000};
+  // A cycle kicked for new work (KickForNewWork) starts at least this long after the
+  // previous cycle ended (decision 0047): during a burst of submits each cycle takes what
+  // came in the meantime instead of one cycle running per submit. The first submit after
+  // a quiet spell is placed at once, and so is anything that frees capacity (Kick).
+  std::chrono::milliseconds kick_spacing{10};
 };
 
 struct CycleStats {
@@ -57,7 +64,8 @@ class Engine {
 
   void Start();  // starts the engine thread; the first cycle runs at once
   void Stop();   // finishes the cycle in progress, joins the thread, releases the lease
-  void Kick();   // asks for a cycle soon (coalesced)
+  void Kick();   // asks for a cycle now (coalesced): capacity or rules changed
+  void KickForNewWork();  // asks for a cycle for new jobs, kick_spacing after the last
   CycleStats Stats() const;
 
   // Dispatch without waiting for a heartbeat (decision 0027). Each node has a generation

@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <exception>
+#include <map>
+#include <optional>
+#include <utility>
+
 #include "scheduler/policy/guardrails/guardrails.h"
 
 namespace frugal::service {
@@ -25,42 +30,65 @@ Status CheckDeadline(const model::JobSpec& spec, Timestamp now) {
       "deadline");
 }
 
-StatusOr<Quotes> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs, bool check,
-                                      std::size_t* refused) const {
+StatusOr<SubmitService::Admission> SubmitService::AdmitEach(std::vector<store::SubmitRequest>& reqs,
+                                                            bool check) const {
+  Admission a;
+  a.refusals.assign(reqs.size(), Status::Ok());
+  a.steps.assign(reqs.size(), -1);
+  auto refuse = [&](std::size_t i, int step, Status st) {
+    a.refusals[i] = std::move(st);
+    a.steps[i] = step;
+  };
   // The pools first: their reading's time is admission's, and step 0 needs it.
   ASSIGN_OR_RETURN(const store::PoolReading reading, store_.ReadPools());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
-    if (Status st = CheckDeadline(reqs[i].spec, reading.now); !st.ok()) {
-      if (refused) *refused = i;
-      return st;
-    }
+    if (Status st = CheckDeadline(reqs[i].spec, reading.now); !st.ok()) refuse(i, 0, st);
   }
   ASSIGN_OR_RETURN(const model::GuardrailSettings settings, store_.GetGuardrails());
   std::vector<model::JobSpec> specs;
+  std::vector<std::size_t> asked;  // the requests quoted, in order
   specs.reserve(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (a.steps[i] >= 0) continue;
     auto spec = policy::ApplyClassRuntime(reqs[i].spec, settings);
     if (!spec.ok()) {
-      if (refused) *refused = i;
-      return spec.status();
+      refuse(i, 1, spec.status());
+      continue;
     }
     reqs[i].spec = *std::move(spec);
     reqs[i].approval_reason = policy::ApprovalReason(reqs[i].spec, settings);
     specs.push_back(reqs[i].spec);
+    asked.push_back(i);
   }
   ASSIGN_OR_RETURN(auto quotes, advisor_.QuoteAll(specs, reading));
-  if (!check) return quotes;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    if (Status st = CheckQuote(specs[i], quotes.quotes[i]); !st.ok()) {
-      if (refused) *refused = i;
-      return st;
-    }
+  a.quotes.now = quotes.now;
+  a.quotes.quotes.resize(reqs.size());
+  for (std::size_t k = 0; k < asked.size(); ++k) {
+    const std::size_t i = asked[k];
+    a.quotes.quotes[i] = std::move(quotes.quotes[k]);
+    if (!check) continue;
+    if (Status st = CheckQuote(reqs[i].spec, a.quotes.quotes[i]); !st.ok()) refuse(i, 3, st);
   }
-  return quotes;
+  return a;
 }
 
-StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
-                                          store::SubmitRequest req) const {
+StatusOr<Quotes> SubmitService::Admit(std::vector<store::SubmitRequest>& reqs, bool check,
+                                      std::size_t* refused) const {
+  ASSIGN_OR_RETURN(Admission a, AdmitEach(reqs, check));
+  // The refusal of the earliest step, and of the first request refused there.
+  std::size_t first = reqs.size();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (a.steps[i] >= 0 && (first == reqs.size() || a.steps[i] < a.steps[first])) first = i;
+  }
+  if (first < reqs.size()) {
+    if (refused) *refused = first;
+    return a.refusals[first];
+  }
+  return std::move(a.quotes);
+}
+
+StatusOr<Submitted> SubmitService::SubmitAlone(const store::Principal& who,
+                                               store::SubmitRequest req) const {
   std::vector<store::SubmitRequest> one;
   one.push_back(std::move(req));
   ASSIGN_OR_RETURN(auto quotes, Admit(one, true));
@@ -75,6 +103,127 @@ StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
                  out.result.job.team, out.result.job.spec.gpus);
     kick_();
   }
+  return out;
+}
+
+struct SubmitService::Waiting {
+  const store::Principal* who;
+  store::SubmitRequest req;
+  std::optional<StatusOr<Submitted>> out;  // guarded by mu_
+};
+
+namespace {
+// The most requests one group takes: enough for every client of a busy API server, few
+// enough that one INSERT stays short.
+constexpr std::size_t kMaxGroup = 256;
+}  // namespace
+
+bool SubmitService::JoinsGroups(const store::SubmitRequest& req) {
+  return !req.idempotency_key && req.spec.after.empty() && req.spec.after_any.empty();
+}
+
+StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
+                                          store::SubmitRequest req) const {
+  if (!JoinsGroups(req)) return SubmitAlone(who, std::move(req));
+  Waiting me{&who, std::move(req), std::nullopt};
+  std::unique_lock<std::mutex> lock(mu_);
+  queue_.push_back(&me);
+  while (!me.out) {
+    if (leading_) {
+      done_.wait(lock);
+      continue;
+    }
+    // Lead until this request is answered: the group ahead of it, if any, then its own.
+    leading_ = true;
+    while (!me.out && !queue_.empty()) {
+      std::vector<Waiting*> group;
+      while (!queue_.empty() && group.size() < kMaxGroup) {
+        group.push_back(queue_.front());
+        queue_.pop_front();
+      }
+      lock.unlock();
+      std::vector<StatusOr<Submitted>> answers;
+      try {
+        answers = RunGroup(group);
+      } catch (const std::exception& e) {
+        // Never leave the queue without a leader or a request without an answer.
+        answers.assign(group.size(), Internal(std::string("submit failed: ") + e.what()));
+      } catch (...) {
+        answers.assign(group.size(), Internal("submit failed"));
+      }
+      lock.lock();
+      for (std::size_t i = 0; i < group.size(); ++i) group[i]->out = std::move(answers[i]);
+      done_.notify_all();
+    }
+    leading_ = false;
+    done_.notify_all();  // a request still queued finds no leader and leads
+  }
+  return std::move(*me.out);
+}
+
+int SubmitService::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(queue_.size());
+}
+
+std::vector<StatusOr<Submitted>> SubmitService::RunGroup(const std::vector<Waiting*>& group) const {
+  std::vector<StatusOr<Submitted>> out;
+  if (group.size() == 1) {
+    out.push_back(SubmitAlone(*group[0]->who, std::move(group[0]->req)));
+    return out;
+  }
+  std::vector<store::SubmitRequest> reqs;
+  reqs.reserve(group.size());
+  for (Waiting* w : group) reqs.push_back(std::move(w->req));
+  auto admitted = AdmitEach(reqs, true);
+  if (!admitted.ok()) return std::vector<StatusOr<Submitted>>(group.size(), admitted.status());
+  Admission& a = *admitted;
+  out.assign(group.size(), Internal("submit not answered"));
+  // Budgets, one read per team, before anything is stored (as SubmitAlone reads it).
+  std::map<std::string, std::optional<store::BudgetStatus>> budgets;
+  // The admitted requests by submitter: one INSERT each.
+  std::map<std::pair<model::TeamId, model::UserId>, std::vector<std::size_t>> by_submitter;
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (a.steps[i] >= 0) {
+      out[i] = a.refusals[i];
+      continue;
+    }
+    const store::Principal& who = *group[i]->who;
+    if (!budgets.count(who.team)) {
+      auto st = store_.GetBudgetStatus(who.team, std::nullopt);
+      budgets[who.team] = st.ok() ? std::optional<store::BudgetStatus>(*st) : std::nullopt;
+    }
+    by_submitter[{who.team_id, who.user_id}].push_back(i);
+  }
+  bool created = false;
+  for (const auto& [submitter, items] : by_submitter) {
+    const store::Principal& who = *group[items.front()]->who;
+    std::vector<store::SubmitRequest> part;
+    for (std::size_t i : items) part.push_back(reqs[i]);
+    auto stored = store_.SubmitMany(who, part);
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const std::size_t i = items[k];
+      // The group's INSERT failed: each request alone, with its own answer.
+      StatusOr<store::SubmitResult> result =
+          stored.ok() ? StatusOr<store::SubmitResult>((*stored)[k]) : store_.Submit(who, reqs[i]);
+      if (!result.ok()) {
+        out[i] = result.status();
+        continue;
+      }
+      Submitted s;
+      s.admitted_at = a.quotes.now;
+      s.quote = std::move(a.quotes.quotes[i]);
+      s.budget = budgets[who.team];
+      s.result = *std::move(result);
+      if (s.result.created) {
+        created = true;
+        spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
+                     s.result.job.id, s.result.job.team, s.result.job.spec.gpus);
+      }
+      out[i] = std::move(s);
+    }
+  }
+  if (created) kick_();
   return out;
 }
 

@@ -15,12 +15,23 @@
 //     safe pool meets its deadline.
 // Then the store (one transaction) and, when something new was stored, a kick for a cycle.
 //
+// Single submits that arrive together are admitted and stored together (decision 0047):
+// while one thread runs a group, the requests that come in queue up, and the next thread
+// to lead takes them all as one group: one reading of the pools and settings, one budget
+// read per team, one INSERT per submitter. Each request still gets its own answer: a
+// refusal refuses only its request, and if the group's INSERT fails, each request is
+// stored alone, as if it had come alone. Requests with an idempotency key or dependencies
+// always go alone. A request waits at most for the group ahead of it and its own.
+//
 // Threading: thread-safe (the store and the advisor are; the kick must be). Errors: the
 // admission refusals above, and the store's (NotFound, Conflict, Unavailable).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -64,6 +75,10 @@ class SubmitService {
   StatusOr<Quotes> Admit(std::vector<store::SubmitRequest>& reqs, bool check,
                          std::size_t* refused = nullptr) const;
 
+  // Whether Submit takes `req` in a group with others (no idempotency key, no
+  // dependencies). Grouped submits use at most one database connection in all, whichever
+  // thread leads the group.
+  static bool JoinsGroups(const store::SubmitRequest& req);
   // POST /v1/jobs: admits and stores one job.
   StatusOr<Submitted> Submit(const store::Principal& who, store::SubmitRequest req) const;
   // POST /v1/jobs?dry_run=true: the admitted request (`req` is updated in place) and its
@@ -77,10 +92,28 @@ class SubmitService {
   // POST /v1/arrays (decision 0026): the task spec admitted once, then the array stored.
   StatusOr<ArraySubmitted> SubmitArray(const store::Principal& who, store::ArrayRequest req) const;
 
+  // Single submits queued for the next group now (for tests and metrics).
+  int waiting() const;
+
  private:
+  struct Waiting;
+  // Per request: Ok, or the admission refusal and the step (0-3) that refused it.
+  struct Admission {
+    std::vector<Status> refusals;
+    std::vector<int> steps;
+    Quotes quotes;  // one per request (empty quotes for refused ones)
+  };
+  StatusOr<Admission> AdmitEach(std::vector<store::SubmitRequest>& reqs, bool check) const;
+  StatusOr<Submitted> SubmitAlone(const store::Principal& who, store::SubmitRequest req) const;
+  std::vector<StatusOr<Submitted>> RunGroup(const std::vector<Waiting*>& group) const;
+
   store::JobStore& store_;
   const Advisor& advisor_;
   const std::function<void()> kick_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable done_;
+  mutable std::deque<Waiting*> queue_;  // guarded by mu_
+  mutable bool leading_ = false;        // guarded by mu_: a thread is running groups
 };
 
 // The submit-time checks of step 3 against a quote already made.

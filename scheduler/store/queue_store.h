@@ -135,6 +135,12 @@ class QueueStore {
   // come back with created=false; with another request, Conflict naming the item.
   virtual StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
                                                        const std::vector<SubmitRequest>& reqs) = 0;
+  // Stores independent single submits, each as Submit would store it, in one transaction
+  // and one INSERT, or none (decision 0047): what SubmitService does with single submits
+  // that arrive together. Every request must have no idempotency key and no dependencies
+  // (InvalidArgument otherwise: those keep Submit's own path). Results in request order.
+  virtual StatusOr<std::vector<SubmitResult>> SubmitMany(
+      const Principal& who, const std::vector<SubmitRequest>& reqs) = 0;
   // Stores the array and all its tasks in one transaction (decision 0026). A repeated key
   // with the same request returns the earlier array (created=false); with another, Conflict.
   virtual StatusOr<ArrayResult> SubmitArray(const Principal& who, const ArrayRequest& req) = 0;

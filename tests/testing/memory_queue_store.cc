@@ -195,6 +195,25 @@ StatusOr<store::SubmitResult> MemoryQueueStore::Submit(const Principal& who,
   return store::SubmitResult{ViewLocked(cluster_->jobs_.at(id)), true};
 }
 
+StatusOr<std::vector<store::SubmitResult>> MemoryQueueStore::SubmitMany(
+    const Principal& who, const std::vector<SubmitRequest>& reqs) {
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& s = reqs[i].spec;
+    if (reqs[i].idempotency_key || !s.after.empty() || !s.after_any.empty())
+      return InvalidArgument("SubmitMany takes requests without keys or dependencies");
+    ASSIGN_OR_RETURN(const int rank, model::PriorityRank(s.priority));
+    ranks.push_back(rank);
+  }
+  std::lock_guard<std::mutex> lock(cluster_->mu_);
+  std::vector<store::SubmitResult> out;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const JobId id = InsertLocked(who, reqs[i], ranks[i], std::nullopt, std::nullopt);
+    out.push_back(store::SubmitResult{ViewLocked(cluster_->jobs_.at(id)), true});
+  }
+  return out;
+}
+
 StatusOr<std::vector<store::BatchItem>> MemoryQueueStore::SubmitBatch(
     const Principal& who, const std::vector<SubmitRequest>& reqs) {
   std::set<std::string> keys;

@@ -30,6 +30,8 @@ class MemoryQueueStore final : public store::QueueStore {
 
   StatusOr<store::SubmitResult> Submit(const store::Principal& who,
                                        const store::SubmitRequest& req) override;
+  StatusOr<std::vector<store::SubmitResult>> SubmitMany(
+      const store::Principal& who, const std::vector<store::SubmitRequest>& reqs) override;
   StatusOr<std::vector<store::BatchItem>> SubmitBatch(
       const store::Principal& who, const std::vector<store::SubmitRequest>& reqs) override;
   StatusOr<store::ArrayResult> SubmitArray(const store::Principal& who,

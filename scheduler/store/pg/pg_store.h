@@ -60,6 +60,8 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
                                     const InstanceChange& change) override;
   StatusOr<Principal> Authenticate(const std::string& token_sha256) override;
   StatusOr<SubmitResult> Submit(const Principal& who, const SubmitRequest& req) override;
+  StatusOr<std::vector<SubmitResult>> SubmitMany(const Principal& who,
+                                                 const std::vector<SubmitRequest>& reqs) override;
   StatusOr<std::vector<BatchItem>> SubmitBatch(const Principal& who,
                                                const std::vector<SubmitRequest>& reqs) override;
   StatusOr<ArrayResult> SubmitArray(const Principal& who, const ArrayRequest& req) override;

@@ -140,4 +140,41 @@ StatusOr<std::vector<BatchItem>> PgStore::SubmitBatch(const Principal& who,
       });
 }
 
+StatusOr<std::vector<SubmitResult>> PgStore::SubmitMany(const Principal& who,
+                                                        const std::vector<SubmitRequest>& reqs) {
+  if (reqs.empty()) return std::vector<SubmitResult>{};
+  for (const auto& r : reqs) {
+    if (r.idempotency_key || !r.spec.after.empty() || !r.spec.after_any.empty())
+      return InvalidArgument("SubmitMany takes requests without keys or dependencies");
+  }
+  return InTransaction<std::vector<SubmitResult>>(
+      pool_, [&](PgConn& c) -> StatusOr<std::vector<SubmitResult>> {
+        ASSIGN_OR_RETURN(auto items, pg::InsertJobs(c, who, reqs));
+        std::string ids = "{";
+        for (std::size_t i = 0; i < items.size(); ++i)
+          ids += (i ? "," : "") + std::to_string(items[i].id);
+        ids += "}";
+        // Read back as Submit reads its job back: the reply shows the row as stored.
+        ASSIGN_OR_RETURN(auto r, c.Exec("submit_many_jobs",
+                                        std::string("SELECT ") + pg::kJobColumns +
+                                            " FROM jobs j JOIN teams t ON t.id = j.team_id"
+                                            " JOIN users u ON u.id = j.user_id"
+                                            " WHERE j.id = ANY($1::bigint[]) ORDER BY j.id",
+                                        {ids}));
+        std::unordered_map<JobId, model::Job> by_id;
+        for (int i = 0; i < r.rows(); ++i) {
+          model::Job job = pg::ParseJob(r, i);
+          by_id.emplace(job.id, std::move(job));
+        }
+        std::vector<SubmitResult> out;
+        for (const auto& item : items) {
+          auto it = by_id.find(item.id);
+          if (it == by_id.end() || !item.created)
+            return Internal("job " + std::to_string(item.id) + " was not stored");
+          out.push_back(SubmitResult{std::move(it->second), true});
+        }
+        return out;
+      });
+}
+
 }  // namespace frugal::store

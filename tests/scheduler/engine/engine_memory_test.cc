@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "scheduler/engine/engine.h"
@@ -119,6 +120,28 @@ TEST_F(EngineMemoryTest, KicksDuringACycleCauseExactlyOneMoreCycle) {
   EXPECT_EQ(windows[0].max_pending, options.pending.max_pending);  // the timer's: full
   EXPECT_EQ(windows[1].max_pending, 1000);                         // a kicked one
   EXPECT_EQ(windows[1].per_team, 100);
+  EXPECT_EQ(engine.Stats().cycles, 2);
+}
+
+// Decision 0047: a kick for new work (a submit) waits until kick_spacing after the last
+// cycle, so a burst of submits shares cycles; a kick for capacity runs at once, and takes
+// the waiting one with it.
+TEST_F(EngineMemoryTest, AKickForNewWorkWaitsTheSpacingAndAnyOtherKickDoesNot) {
+  MemoryCycleStore memory(cluster_, "scheduler-1");
+  GatedStore store(memory);
+  EngineOptions options;
+  options.interval = Seconds(3600);  // no timer cycle during the test
+  options.kick_spacing = std::chrono::hours(1);
+  Engine engine(store, fifo_, options);
+  engine.Start();  // the first cycle runs at once
+  ASSERT_TRUE(store.WaitForSnapshots(1));
+  for (int i = 0; i < 20; ++i) engine.KickForNewWork();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(store.windows().size(), 1u) << "a submit's kick ran before the spacing was up";
+  engine.Kick();
+  ASSERT_TRUE(store.WaitForSnapshots(2));
+  engine.Stop();
+  EXPECT_EQ(store.windows().size(), 2u) << "one cycle for the capacity kick and the 20 others";
   EXPECT_EQ(engine.Stats().cycles, 2);
 }
 

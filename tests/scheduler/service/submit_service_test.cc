@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
+#include <set>
+#include <thread>
+
 #include "scheduler/store/pg/pg_store.h"
 #include "tests/testing/store_fixture.h"
 
@@ -28,7 +33,10 @@ class SubmitServiceTest : public testing::StoreTest {
     ASSERT_TRUE(store_->SetGuardrails(g).ok());
     policy::PolicyConfig config;
     advisor_ = std::make_unique<Advisor>(*store_, config);
-    service_ = std::make_unique<SubmitService>(*store_, *advisor_, [this] { ++kicks_; });
+    service_ = std::make_unique<SubmitService>(*store_, *advisor_, [this] {
+      ++kicks_;
+      if (on_kick_) on_kick_();
+    });
   }
 
   static store::SubmitRequest Job(int gpus, std::optional<Seconds> max_runtime = std::nullopt) {
@@ -42,7 +50,8 @@ class SubmitServiceTest : public testing::StoreTest {
 
   std::unique_ptr<Advisor> advisor_;
   std::unique_ptr<SubmitService> service_;
-  int kicks_ = 0;
+  std::atomic<int> kicks_{0};
+  std::function<void()> on_kick_;
 };
 
 TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
@@ -53,7 +62,7 @@ TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
   EXPECT_EQ(s->result.job.spec.max_runtime, Seconds(3600));
   ASSERT_TRUE(s->quote.recommended.has_value());
   EXPECT_FALSE(s->budget.has_value()) << "the team has no budget";
-  EXPECT_EQ(kicks_, 1);
+  EXPECT_EQ(kicks_.load(), 1);
   // A replay of the same key stores nothing and kicks nothing.
   store::SubmitRequest again = Job(4);
   again.idempotency_key = "k";
@@ -62,8 +71,65 @@ TEST_F(SubmitServiceTest, ASubmitIsAdmittedStoredAndKicksOnce) {
   auto replay = service_->Submit(admin_, again);
   ASSERT_TRUE(replay.ok()) << replay.status().ToString();
   EXPECT_FALSE(replay->result.created);
-  EXPECT_EQ(kicks_, 2);
+  EXPECT_EQ(kicks_.load(), 2);
   EXPECT_EQ(Jobs(), 2);
+}
+
+// Decision 0047: single submits that queue while another is being stored go as one group,
+// and each still gets its own answer: its own job, or its own refusal.
+TEST_F(SubmitServiceTest, SubmitsThatArriveTogetherAreStoredTogetherEachWithItsOwnAnswer) {
+  constexpr int kOthers = 12;
+  std::atomic<bool> hold{true};
+  // The first submit's kick runs while its thread still leads: hold it there until every
+  // other submit is queued behind it.
+  std::atomic<bool> first_kick{true};
+  on_kick_ = [&] {
+    if (first_kick.exchange(false))
+      while (hold.load()) std::this_thread::yield();
+  };
+  std::thread first([&] { ASSERT_TRUE(service_->Submit(admin_, Job(1)).ok()); });
+  while (kicks_.load() == 0) std::this_thread::yield();
+  std::vector<StatusOr<Submitted>> answers(kOthers, Internal("unanswered"));
+  std::vector<std::thread> others;
+  for (int i = 0; i < kOthers; ++i) {
+    others.emplace_back([&, i] {
+      // Request 5 asks for more GPUs than any node has: refused, alone.
+      store::SubmitRequest r = Job(i == 5 ? 16 : 1 + i % 4);
+      r.spec.name = "task-" + std::to_string(i);
+      answers[i] = service_->Submit(admin_, r);
+    });
+  }
+  while (service_->waiting() < kOthers) std::this_thread::yield();
+  hold = false;
+  first.join();
+  for (auto& t : others) t.join();
+  std::set<model::JobId> ids;
+  for (int i = 0; i < kOthers; ++i) {
+    if (i == 5) {
+      EXPECT_EQ(answers[i].status().code(), StatusCode::kFailedPrecondition);
+      EXPECT_EQ(answers[i].status().field(), "gpus");
+      continue;
+    }
+    ASSERT_TRUE(answers[i].ok()) << i << ": " << answers[i].status().ToString();
+    const model::Job& job = answers[i]->result.job;
+    EXPECT_TRUE(answers[i]->result.created);
+    EXPECT_EQ(job.spec.name, "task-" + std::to_string(i));
+    EXPECT_EQ(job.spec.gpus, 1 + i % 4);
+    EXPECT_EQ(job.spec.max_runtime, Seconds(3600)) << "the guardrail's default applies";
+    EXPECT_EQ(job.state, model::JobState::kPending);
+    EXPECT_EQ(job.user, admin_.user);
+    ASSERT_TRUE(answers[i]->quote.recommended.has_value());
+    // What the reply shows is what was stored.
+    auto stored = store_->GetJob(job.id, std::nullopt);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->job.spec.name, job.spec.name);
+    EXPECT_EQ(stored->job.created_at, job.created_at);
+    ids.insert(job.id);
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kOthers - 1));
+  EXPECT_EQ(Jobs(), kOthers);  // the first and the eleven admitted
+  // One kick for the first submit and one for the group of the other twelve.
+  EXPECT_EQ(kicks_.load(), 2);
 }
 
 TEST_F(SubmitServiceTest, RefusalsNameTheirFieldAndStoreNothing) {
@@ -76,7 +142,7 @@ TEST_F(SubmitServiceTest, RefusalsNameTheirFieldAndStoreNothing) {
   EXPECT_EQ(too_big.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(too_big.status().field(), "gpus");
   EXPECT_EQ(Jobs(), 0);
-  EXPECT_EQ(kicks_, 0);
+  EXPECT_EQ(kicks_.load(), 0);
 }
 
 TEST_F(SubmitServiceTest, ADryRunQuotesWhatASubmitWouldRefuseAndStoresNothing) {
@@ -86,7 +152,7 @@ TEST_F(SubmitServiceTest, ADryRunQuotesWhatASubmitWouldRefuseAndStoresNothing) {
   EXPECT_FALSE(dry->quote.unplaceable.empty());
   EXPECT_EQ(r.spec.max_runtime, Seconds(3600)) << "the request comes back admitted";
   EXPECT_EQ(Jobs(), 0);
-  EXPECT_EQ(kicks_, 0);
+  EXPECT_EQ(kicks_.load(), 0);
 }
 
 TEST_F(SubmitServiceTest, ABatchIsRefusedWholeNamingTheItem) {
@@ -105,7 +171,7 @@ TEST_F(SubmitServiceTest, ABatchIsRefusedWholeNamingTheItem) {
   // 1 + 2 + 1 GPUs for the class default's hour at $3 per GPU-hour.
   EXPECT_EQ(r->expected_cost, 12'000'000);
   EXPECT_EQ(Jobs(), 3);
-  EXPECT_EQ(kicks_, 1);
+  EXPECT_EQ(kicks_.load(), 1);
 }
 
 TEST_F(SubmitServiceTest, DeadlinesAreJudgedAtAdmissionInDatabaseTime) {

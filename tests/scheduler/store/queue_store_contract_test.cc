@@ -260,6 +260,65 @@ TYPED_TEST(QueueStoreContractTest, ABatchIsStoredInOrderAndReplaysItsKeys) {
   EXPECT_EQ(this->queue().SubmitBatch(this->admin_, {}).value().size(), 0u);
 }
 
+// Decision 0047: a group of single submits is stored as Submit stores each request.
+TYPED_TEST(QueueStoreContractTest, ManySubmitsAreStoredAsSubmitStoresEach) {
+  SubmitRequest held = this->Request("held");
+  held.approval_reason = "held: approval";
+  SubmitRequest labelled = this->Request("labelled");
+  labelled.spec.labels = {{"sweep", "lr"}};
+  labelled.spec.env = {{"SEED", "7"}};
+  labelled.spec.priority = "high";
+  const std::vector<SubmitRequest> reqs = {this->Request("plain"), held, labelled};
+  auto many = this->queue().SubmitMany(this->admin_, reqs);
+  ASSERT_TRUE(many.ok()) << many.status().ToString();
+  ASSERT_EQ(many->size(), 3u);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const model::Job& got = (*many)[i].job;
+    EXPECT_TRUE((*many)[i].created);
+    // The same request alone, for comparison.
+    auto alone = this->queue().Submit(this->admin_, reqs[i]);
+    ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+    const model::Job& want = alone->job;
+    EXPECT_EQ(got.spec.name, want.spec.name);
+    EXPECT_EQ(got.spec.command, want.spec.command);
+    EXPECT_EQ(got.spec.env, want.spec.env);
+    EXPECT_EQ(got.spec.labels, want.spec.labels);
+    EXPECT_EQ(got.spec.priority, want.spec.priority);
+    EXPECT_EQ(got.state, want.state) << got.spec.name;
+    EXPECT_EQ(got.reason, want.reason) << got.spec.name;
+    EXPECT_EQ(got.team, want.team);
+    EXPECT_EQ(got.user, want.user);
+    // What it returned is what the store holds.
+    auto stored = this->queue().GetJob(got.id, std::nullopt);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    EXPECT_EQ(stored->job.spec.name, got.spec.name);
+    EXPECT_EQ(stored->job.state, got.state);
+    EXPECT_EQ(stored->job.created_at, got.created_at);
+    auto alone_stored = this->queue().GetJob(want.id, std::nullopt);
+    ASSERT_TRUE(alone_stored.ok());
+    ASSERT_FALSE(stored->events.empty());
+    ASSERT_FALSE(alone_stored->events.empty());
+    EXPECT_EQ(stored->events.front().kind, "submitted");
+    EXPECT_EQ(stored->events.front().to_state, alone_stored->events.front().to_state);
+    EXPECT_EQ(stored->events.front().message, alone_stored->events.front().message);
+  }
+  EXPECT_LT((*many)[0].job.id, (*many)[1].job.id);
+  EXPECT_LT((*many)[1].job.id, (*many)[2].job.id);
+  EXPECT_EQ((*many)[1].job.state, JobState::kHeld);
+  // Keys and dependencies keep Submit's own path: refused whole, nothing stored.
+  const auto before = this->AllIds();
+  EXPECT_EQ(this->queue()
+                .SubmitMany(this->admin_, {this->Request("x"), this->Request("k", "k-1")})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  SubmitRequest child = this->Request("child");
+  child.spec.after = {(*many)[0].job.id};
+  EXPECT_EQ(this->queue().SubmitMany(this->admin_, {child}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->AllIds(), before);
+}
+
 TYPED_TEST(QueueStoreContractTest, ABatchWithOneBadItemStoresNone) {
   const JobId earlier = this->Submit(this->admin_, this->Request("earlier", "k-1", "sha-1"));
   SubmitRequest bad_priority = this->Request("bad");
