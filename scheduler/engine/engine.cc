@@ -68,8 +68,10 @@ class Engine::Impl {
   void Kick() {
     // Coalesce: only the first kick since the last cycle posts a cycle. A cycle waiting
     // for kick_spacing runs now instead.
-    if (kick_now_.exchange(true)) return;
+    // kick_pending_ first: set after, a cycle starting in between could leave it set with
+    // no cycle coming, and KickForNewWork would then wait for the timer's.
     kick_pending_ = true;
+    if (kick_now_.exchange(true)) return;
     asio::post(strand_, [this] {
       if (stopping_ || !kick_now_) return;  // a cycle ran since
       kick_timer_.cancel();
