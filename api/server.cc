@@ -286,7 +286,9 @@ struct ApiServer::Impl {
   Impl(store::JobStore& store, store::WorkerStore& workers, store::CostStore& costs,
        engine::Engine& engine, const service::Advisor& advisor, ApiOptions options)
       : ready([&store] { return store.Ping(); }, kReadyWait),
-        lanes(std::max(1, options.db_pool_size - 2), std::max(2, options.db_pool_size)),
+        // Users: two connections fewer than the pool, and one more for the leader of the
+        // grouped submits, who runs outside the lane (decision 0047).
+        lanes(std::max(1, options.db_pool_size - 3), std::max(2, options.db_pool_size)),
         submit(store, advisor, [&engine] { engine.KickForNewWork(); }),
         ctx{store, workers, costs, engine, advisor, submit, options, &ready} {}
   ReadyCheck ready;

@@ -40,8 +40,9 @@ struct ApiOptions {
   Seconds lease_ttl{15};          // a worker's lease, extended by each heartbeat
   Seconds heartbeat_interval{2};  // what registration tells workers
   std::int64_t log_cap_bytes = 1 << 20;  // output kept per attempt
-  // The database pool's size: user handlers run at most db_pool_size - 2 at once, so the
-  // worker protocol and the engine always find a connection.
+  // The database pool's size: user handlers run at most db_pool_size - 3 at once (plus the leader
+  // of the grouped submits, decision 0047), so the worker protocol and the engine always find a
+  // connection.
   int db_pool_size = 8;
   // The exec provider's instances (issue 18): GET /v1/admin/instances and the
   // frugal_instances families of /metrics. Null: neither shows any.

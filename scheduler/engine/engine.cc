@@ -145,8 +145,10 @@ class Engine::Impl {
   }
 
   Status RunCycle(Depth depth = Depth::kFull) {
-    kick_pending_ = false;
+    // kick_now_ first, the mirror of Kick's order: a Kick between the two stores then
+    // posts its own cycle instead of leaving kick_pending_ set with none coming.
     kick_now_ = false;
+    kick_pending_ = false;
     metrics::Stopwatch watch;
     Status st = Cycle(WindowFor(depth), depth);
     last_cycle_end_ = std::chrono::steady_clock::now();

@@ -198,29 +198,51 @@ std::vector<StatusOr<Submitted>> SubmitService::RunGroup(const std::vector<Waiti
   bool created = false;
   for (const auto& [submitter, items] : by_submitter) {
     const store::Principal& who = *group[items.front()]->who;
-    std::vector<store::SubmitRequest> part;
-    for (std::size_t i : items) part.push_back(reqs[i]);
-    auto stored = store_.SubmitMany(who, part);
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      const std::size_t i = items[k];
-      // The group's INSERT failed: each request alone, with its own answer.
-      StatusOr<store::SubmitResult> result =
-          stored.ok() ? StatusOr<store::SubmitResult>((*stored)[k]) : store_.Submit(who, reqs[i]);
-      if (!result.ok()) {
-        out[i] = result.status();
-        continue;
+    try {
+      // A submitter with one request here takes Submit's own single statement.
+      std::vector<StatusOr<store::SubmitResult>> results;
+      if (items.size() == 1) {
+        results.push_back(store_.Submit(who, reqs[items.front()]));
+      } else {
+        std::vector<store::SubmitRequest> part;
+        for (std::size_t i : items) part.push_back(reqs[i]);
+        auto stored = store_.SubmitMany(who, part);
+        const StatusCode code = stored.status().code();
+        for (std::size_t k = 0; k < items.size(); ++k) {
+          if (stored.ok()) {
+            results.push_back((*stored)[k]);
+          } else if (code == StatusCode::kInvalidArgument ||
+                     code == StatusCode::kFailedPrecondition || code == StatusCode::kConflict) {
+            // Refused for something in a request, with nothing written: each request
+            // alone, for its own answer.
+            results.push_back(store_.Submit(who, reqs[items[k]]));
+          } else {
+            // Unavailable, a failed commit, ...: the rows may be stored, so none is
+            // submitted again (as Submit never retries a lost connection).
+            results.push_back(stored.status());
+          }
+        }
       }
-      Submitted s;
-      s.admitted_at = a.quotes.now;
-      s.quote = std::move(a.quotes.quotes[i]);
-      s.budget = budgets[who.team];
-      s.result = *std::move(result);
-      if (s.result.created) {
-        created = true;
-        spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
-                     s.result.job.id, s.result.job.team, s.result.job.spec.gpus);
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        const std::size_t i = items[k];
+        if (!results[k].ok()) {
+          out[i] = results[k].status();
+          continue;
+        }
+        Submitted s;
+        s.admitted_at = a.quotes.now;
+        s.quote = std::move(a.quotes.quotes[i]);
+        s.budget = budgets[who.team];
+        s.result = *std::move(results[k]);
+        if (s.result.created) {
+          created = true;
+          spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
+                       s.result.job.id, s.result.job.team, s.result.job.spec.gpus);
+        }
+        out[i] = std::move(s);
       }
-      out[i] = std::move(s);
+    } catch (const std::exception& e) {
+      for (std::size_t i : items) out[i] = Internal(std::string("submit failed: ") + e.what());
     }
   }
   if (created) kick_();
