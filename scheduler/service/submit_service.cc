@@ -30,6 +30,14 @@ Status CheckDeadline(const model::JobSpec& spec, Timestamp now) {
       "deadline");
 }
 
+namespace {
+// One line per stored job, alone or in a group.
+void LogSubmitted(const model::Job& job) {
+  spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})", job.id, job.team,
+               job.spec.gpus);
+}
+}  // namespace
+
 StatusOr<SubmitService::Admission> SubmitService::AdmitEach(std::vector<store::SubmitRequest>& reqs,
                                                             bool check) const {
   Admission a;
@@ -99,8 +107,7 @@ StatusOr<Submitted> SubmitService::SubmitAlone(const store::Principal& who,
   if (auto st = store_.GetBudgetStatus(who.team, std::nullopt); st.ok()) out.budget = *st;
   ASSIGN_OR_RETURN(out.result, store_.Submit(who, one.front()));
   if (out.result.created) {
-    spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})", out.result.job.id,
-                 out.result.job.team, out.result.job.spec.gpus);
+    LogSubmitted(out.result.job);
     kick_();
   }
   return out;
@@ -236,8 +243,7 @@ std::vector<StatusOr<Submitted>> SubmitService::RunGroup(const std::vector<Waiti
         s.result = *std::move(results[k]);
         if (s.result.created) {
           created = true;
-          spdlog::info(R"("event":"job_submitted","job_id":{},"team":"{}","gpus":{})",
-                       s.result.job.id, s.result.job.team, s.result.job.spec.gpus);
+          LogSubmitted(s.result.job);
         }
         out[i] = std::move(s);
       }
