@@ -30,28 +30,34 @@ std::vector<T> JsonList(const std::string& text) {
 // Team `t`'s pending jobs `j` that the cycle may consider now, numbered in claim order: due
 // (not_before), and not a throttled array's task beyond its room (max_running less those
 // running), so those take none of the window's places (decision 0026).
-#define FRUGAL_TEAM_PENDING                                                         \
+#define FRUGAL_TEAM_PENDING_DUE                                                     \
   "SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"     \
   " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                     \
-  " AND (j.not_before IS NULL OR j.not_before <= now())"                            \
+  " AND (j.not_before IS NULL OR j.not_before <= now())"
+#define FRUGAL_NOT_THROTTLED                                                        \
   " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"        \
   " OR j.id IN (SELECT id FROM allowed))"
 
 // The columns of a pending job `j` that PendingRow reads, in its order. The subqueries run
 // only where they can find something: most pending jobs never ran (no checkpoint) and
 // depend on nothing, and a window is thousands of rows.
-#define FRUGAL_PENDING_COLUMNS \
+#define FRUGAL_PENDING_HEAD \
   " j.id, j.team_id, j.gpus, to_json(j.gpu_types)::text, j.min_gpu_mem_gb," \
   " j.priority_rank, j.tolerance, " FRUGAL_US("j.deadline") ", " \
   FRUGAL_US("j.created_at") ", j.reason, j.estimate_s, j.checkpoint_interval_s," \
   " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c" \
-  "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END," \
+  "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END,"
+// Then what it waits on, and the first of its dependencies that failed.
+#define FRUGAL_DEPENDENCY_COLUMNS \
   " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE" \
   "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM (" \
   FRUGAL_OPEN_DEPENDENCY ") d) END," \
   " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d" \
   "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)" \
-  "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END, j.nodes"
+  "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END,"
+#define FRUGAL_PENDING_COLUMNS FRUGAL_PENDING_HEAD FRUGAL_DEPENDENCY_COLUMNS " j.nodes"
+// The same where no pending job depends on anything.
+#define FRUGAL_PENDING_COLUMNS_NO_DEPENDENCIES FRUGAL_PENDING_HEAD " '[]', NULL::bigint, j.nodes"
 
 namespace {
 
@@ -77,38 +83,60 @@ model::PendingJob PendingRow(const PgResult& p, int i) {
   return j;
 }
 
+// The window read (decision 0035), one probe per team and part: each team's first jobs
+// that may start (no dependency still open), through jobs_pending_by_team, and beside them
+// its first jobs that wait on one, through jobs_pending_with_deps, so their reasons stay
+// current without a pipeline's waiting tail taking the places of what could run. The cut
+// across teams takes each team's first, then each team's second, and so on, so one team's
+// deep queue never hides another's.
+//
+// Planned anew at every read (decision 0025), so the parts that can find nothing are left
+// out (decision 0048): the throttle's two CTEs unless a throttled array has pending tasks
+// (`throttled`), and the waiting part and its columns unless a pending job has
+// dependencies (`dependencies`). Without both it plans in a fifth of the time.
+std::string PendingWindowSql(bool throttled, bool dependencies) {
+  const std::string team = std::string(FRUGAL_TEAM_PENDING_DUE) +
+                           (throttled ? FRUGAL_NOT_THROTTLED : "");
+  std::string sql = "WITH";
+  if (throttled) {
+    sql +=
+        " throttled AS (SELECT a.id, a.max_running - (SELECT count(*) FROM jobs r"
+        "   WHERE r.array_id = a.id AND r.state = 'running') AS room FROM job_arrays a"
+        "   WHERE a.max_running IS NOT NULL AND EXISTS (SELECT 1 FROM jobs p"
+        "   WHERE p.array_id = a.id AND p.state = 'pending')),"
+        " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
+        "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
+        "   AND (p.not_before IS NULL OR p.not_before <= now())"
+        "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t),";
+  }
+  sql += " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL (";
+  if (dependencies) {
+    sql += "(" + team + " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS (" +
+           FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
+           " UNION ALL (" + team + " AND cardinality(j.depends_on) > 0 AND EXISTS (" +
+           FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)";
+  } else {
+    sql += team + " ORDER BY j.priority_rank, j.id LIMIT $2";
+  }
+  sql += ") j ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1) SELECT ";
+  sql += dependencies ? FRUGAL_PENDING_COLUMNS : FRUGAL_PENDING_COLUMNS_NO_DEPENDENCIES;
+  return sql + " FROM teamed j ORDER BY j.priority_rank, j.id";
+}
+
 // The window's pending jobs (CycleStore::LoadSnapshot), then the focus job where the
-// window did not reach it, each in claim order.
-Status LoadPending(PgConn& c, const PendingWindow& window, model::Snapshot& s) {
-  ASSIGN_OR_RETURN(
-      auto p,
-      c.Exec("snapshot_pending",
-             "WITH throttled AS (SELECT a.id, a.max_running - (SELECT count(*) FROM jobs r"
-             "   WHERE r.array_id = a.id AND r.state = 'running') AS room FROM job_arrays a"
-             "   WHERE a.max_running IS NOT NULL AND EXISTS (SELECT 1 FROM jobs p"
-             "   WHERE p.array_id = a.id AND p.state = 'pending')),"
-             " allowed AS (SELECT t.id FROM throttled th CROSS JOIN LATERAL (SELECT p.id FROM"
-             "   jobs p WHERE p.array_id = th.id AND p.state = 'pending'"
-             "   AND (p.not_before IS NULL OR p.not_before <= now())"
-             "   ORDER BY p.array_index LIMIT greatest(th.room, 0)) t),"
-             // Each team's window (decision 0035), one probe per team and part: its first
-             // jobs that may start (no dependency still open), through
-             // jobs_pending_by_team, and beside them its first jobs that wait on one,
-             // through jobs_pending_with_deps, so their reasons stay current without a
-             // pipeline's waiting tail taking the places of what could run. The cut across
-             // teams takes each team's first, then each team's second, and so on, so one
-             // team's deep queue never hides another's.
-             " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL ("
-             "   (" FRUGAL_TEAM_PENDING " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS ("
-             FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
-             "   UNION ALL"
-             "   (" FRUGAL_TEAM_PENDING " AND cardinality(j.depends_on) > 0 AND EXISTS ("
-             FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)) j"
-             "   ORDER BY j.team_rank, j.priority_rank, j.id LIMIT $1)"
-             " SELECT " FRUGAL_PENDING_COLUMNS
-             " FROM teamed j ORDER BY j.priority_rank, j.id",
-             {std::to_string(std::max(1, window.max_pending)),
-              std::to_string(std::max(1, window.per_team))}));
+// window did not reach it, each in claim order. `throttled` and `dependencies` as for
+// PendingWindowSql, read in the same transaction.
+Status LoadPending(PgConn& c, const PendingWindow& window, bool throttled, bool dependencies,
+                   model::Snapshot& s) {
+  static const std::string kNames[4] = {"snapshot_pending", "snapshot_pending_deps",
+                                        "snapshot_pending_throttled",
+                                        "snapshot_pending_throttled_deps"};
+  static const std::string kSql[4] = {PendingWindowSql(false, false), PendingWindowSql(false, true),
+                                      PendingWindowSql(true, false), PendingWindowSql(true, true)};
+  const int variant = (throttled ? 2 : 0) + (dependencies ? 1 : 0);
+  ASSIGN_OR_RETURN(auto p, c.Exec(kNames[variant], kSql[variant],
+                                  {std::to_string(std::max(1, window.max_pending)),
+                                   std::to_string(std::max(1, window.per_team))}));
   for (int i = 0; i < p.rows(); ++i) s.pending.push_back(PendingRow(p, i));
   if (!window.focus) return Status::Ok();
   for (const auto& j : s.pending)
@@ -229,11 +257,25 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                                       // oldest transaction open, for fair share's fold.
                                       " (SELECT " FRUGAL_US("min(xact_start)") " FROM"
                                       " pg_stat_activity WHERE datname = current_database()"
-                                      " AND pid <> pg_backend_pid())"));
+                                      " AND pid <> pg_backend_pid()),"
+                                      // What the window read must plan for
+                                      // (LoadPending). Not EXISTS: this plan is cached, and
+                                      // with no statistics on cardinality() PostgreSQL
+                                      // took a scan of `jobs` that stops at the first match
+                                      // for one, and read the whole table when none
+                                      // matched. An index order and a probe per throttled
+                                      // array keep each to its index.
+                                      " (SELECT true FROM job_arrays a CROSS JOIN LATERAL"
+                                      " (SELECT 1 FROM jobs p WHERE p.array_id = a.id AND"
+                                      " p.state = 'pending' LIMIT 1) p WHERE a.max_running"
+                                      " IS NOT NULL LIMIT 1) IS NOT NULL, (SELECT true FROM"
+                                      " jobs WHERE state = 'pending' AND"
+                                      " cardinality(depends_on) > 0 ORDER BY team_id,"
+                                      " priority_rank, id LIMIT 1) IS NOT NULL"));
     s.now = pg::FromMicros(now.Int(0, 0));
     if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
     if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
-    RETURN_IF_ERROR(LoadPending(c, window, s));
+    RETURN_IF_ERROR(LoadPending(c, window, now.Bool(0, 4), now.Bool(0, 5), s));
     RETURN_IF_ERROR(LoadRunning(c, s));
     RETURN_IF_ERROR(LoadLiveNodes(c, s));
     ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
@@ -246,8 +288,12 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
 }
 
 
+#undef FRUGAL_PENDING_COLUMNS_NO_DEPENDENCIES
 #undef FRUGAL_PENDING_COLUMNS
-#undef FRUGAL_TEAM_PENDING
+#undef FRUGAL_DEPENDENCY_COLUMNS
+#undef FRUGAL_PENDING_HEAD
+#undef FRUGAL_NOT_THROTTLED
+#undef FRUGAL_TEAM_PENDING_DUE
 #undef FRUGAL_OPEN_DEPENDENCY
 
 namespace {

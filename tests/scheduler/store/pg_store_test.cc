@@ -346,6 +346,45 @@ TEST_F(PgStoreTest, SnapshotWindowKeepsPlacesForJobsThatMayStart) {
   EXPECT_EQ(snap->pending[1].waiting_for, (std::vector<model::JobId>{parent}));
 }
 
+// The window read leaves out the throttle and the waiting part where nothing needs them
+// (decision 0048); with both needed at once, each still does its part, and once neither is
+// needed the plain read finds the rest.
+TEST_F(PgStoreTest, SnapshotWindowWithAThrottledArrayAndAPipeline) {
+  Principal alice = Researcher("vision", "alice");
+  ArrayRequest a;
+  a.task = Req("throttled");
+  a.first = 0;
+  a.last = 2;
+  a.max_running = 1;
+  auto arr = store_->SubmitArray(alice, a);
+  ASSERT_TRUE(arr.ok()) << arr.status().ToString();
+  const model::JobId parent = store_->Submit(alice, Req("parent"))->job.id;
+  SubmitRequest child = Req("child");
+  child.spec.after = {parent};
+  const model::JobId kid = store_->Submit(alice, child)->job.id;
+  const model::JobId first = arr->array.first_job;
+  auto snap = store_->LoadSnapshot({100, 100});
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  std::vector<model::JobId> ids;
+  for (const auto& p : snap->pending) ids.push_back(p.id);
+  EXPECT_EQ(ids, (std::vector<model::JobId>{first, parent, kid}));
+  ASSERT_EQ(snap->pending.size(), 3u);
+  EXPECT_EQ(snap->pending[2].waiting_for, (std::vector<model::JobId>{parent}));
+  // The array and the parent end: nothing is throttled or waits, and the plain read sees
+  // the child free to start.
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id <> " +
+                                  std::to_string(kid)).ok());
+  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET depends_on = '{}' WHERE id = " +
+                                  std::to_string(kid)).ok());
+  snap = store_->LoadSnapshot({100, 100});
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_EQ(snap->pending.size(), 1u);
+  EXPECT_EQ(snap->pending[0].id, kid);
+  EXPECT_TRUE(snap->pending[0].waiting_for.empty());
+}
+
 TEST_F(PgStoreTest, ResearchersSeeOnlyTheirTeam) {
   Principal alice = Researcher("vision", "alice");
   Principal bob = Researcher("nlp", "bob");
@@ -495,7 +534,8 @@ namespace frugal::store {
 namespace {
 
 // Decision 0040: tables that changed a lot get fresh planner statistics at the next look,
-// not at autovacuum's next visit, and tables that did not change are left alone.
+// not at autovacuum's next visit, and tables that did not change are left alone; decision
+// 0048: at once only where the size changed, else after autovacuum's minute.
 TEST_F(PgStoreTest, StatisticsAreRefreshedForTablesThatChangedALot) {
   auto c = PgConn::Connect(conninfo_);
   ASSERT_TRUE(c.ok());
@@ -523,6 +563,32 @@ TEST_F(PgStoreTest, StatisticsAreRefreshedForTablesThatChangedALot) {
   auto again = store_->RefreshStatistics();
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(has_jobs(*again));
+
+  // Decision 0048: rows that only changed (each of the 500 twice) wait for autovacuum's
+  // minute since the last analysis; the table's size is still what its statistics say.
+  ASSERT_TRUE((*c)->ExecScript("UPDATE jobs SET reason = 'churn one'").ok());
+  ASSERT_TRUE((*c)->ExecScript("UPDATE jobs SET reason = 'churn two'").ok());
+  auto mods = [&] {
+    auto m = (*c)->Exec("mods", "SELECT n_mod_since_analyze, n_live_tup FROM pg_stat_user_tables"
+                                " WHERE relid = 'jobs'::regclass");
+    return m.ok() && m->rows() == 1 ? std::make_pair(m->Int(0, 0), m->Int(0, 1))
+                                    : std::make_pair(std::int64_t{-1}, std::int64_t{-1});
+  };
+  for (int i = 0; i < 150 && mods().first < 1000; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(mods().first, 1000) << "the updates never reached pg_stat_user_tables";
+  auto churned = store_->RefreshStatistics();
+  ASSERT_TRUE(churned.ok());
+  EXPECT_FALSE(has_jobs(*churned)) << "analyzed after updates that left its size alone";
+
+  // Growth past twice the rows the statistics know is analyzed at the next look.
+  ASSERT_TRUE(store_->SubmitBatch(alice, std::vector<SubmitRequest>(600, Req("more"))).ok());
+  for (int i = 0; i < 150 && mods().second < 1100; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(mods().second, 1100) << "the inserts never reached pg_stat_user_tables";
+  auto grown = store_->RefreshStatistics();
+  ASSERT_TRUE(grown.ok());
+  EXPECT_TRUE(has_jobs(*grown)) << "not analyzed after growing from 500 to 1,100 rows";
 }
 
 }  // namespace
