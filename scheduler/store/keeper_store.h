@@ -43,8 +43,8 @@ class KeeperStore {
   // by more than 50 + 10% since its statistics were last gathered, the threshold of
   // PostgreSQL's autovacuum, which looks only once a minute (decision 0040): at once where
   // the table has half or twice the rows its statistics say (or none were gathered), else
-  // a minute after its last analysis (decision 0048). Returns the tables it analyzed. A table another session is analyzing is skipped. Never called
-  // from the scheduling cycle.
+  // a minute after its last analysis (decision 0048). Returns the tables it analyzed. A table
+  // another session is analyzing is skipped. Never called from the scheduling cycle.
   virtual StatusOr<std::vector<std::string>> RefreshStatistics() = 0;
 };
 

@@ -30,12 +30,12 @@ std::vector<T> JsonList(const std::string& text) {
 // Team `t`'s pending jobs `j` that the cycle may consider now, numbered in claim order: due
 // (not_before), and not a throttled array's task beyond its room (max_running less those
 // running), so those take none of the window's places (decision 0026).
-#define FRUGAL_TEAM_PENDING_DUE                                                     \
-  "SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"     \
-  " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                     \
+#define FRUGAL_TEAM_PENDING_DUE                                                 \
+  "SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank" \
+  " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                 \
   " AND (j.not_before IS NULL OR j.not_before <= now())"
-#define FRUGAL_NOT_THROTTLED                                                        \
-  " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)"        \
+#define FRUGAL_NOT_THROTTLED                                                 \
+  " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)" \
   " OR j.id IN (SELECT id FROM allowed))"
 
 // The columns of a pending job `j` that PendingRow reads, in its order. The subqueries run
@@ -48,12 +48,12 @@ std::vector<T> JsonList(const std::string& text) {
   " CASE WHEN j.attempt_count > 0 THEN (SELECT c.progress FROM checkpoints c" \
   "   WHERE c.job_id = j.id ORDER BY c.step DESC LIMIT 1) END,"
 // Then what it waits on, and the first of its dependencies that failed.
-#define FRUGAL_DEPENDENCY_COLUMNS \
-  " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE" \
-  "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM (" \
-  FRUGAL_OPEN_DEPENDENCY ") d) END," \
-  " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d" \
-  "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)" \
+#define FRUGAL_DEPENDENCY_COLUMNS                                                               \
+  " CASE WHEN cardinality(j.depends_on) = 0 THEN '[]' ELSE"                                     \
+  "   (SELECT coalesce(json_agg(d.id ORDER BY d.id), '[]')::text FROM (" FRUGAL_OPEN_DEPENDENCY \
+  ") d) END,"                                                                                   \
+  " CASE WHEN cardinality(j.depends_on) > 0 THEN (SELECT min(d.id) FROM jobs d"                 \
+  "   WHERE d.id = ANY (j.depends_on) AND NOT d.id = ANY (j.depends_on_any)"                    \
   "   AND d.state IN ('failed', 'cancelled', 'timed_out')) END,"
 #define FRUGAL_PENDING_COLUMNS FRUGAL_PENDING_HEAD FRUGAL_DEPENDENCY_COLUMNS " j.nodes"
 // The same where no pending job depends on anything.
@@ -95,8 +95,8 @@ model::PendingJob PendingRow(const PgResult& p, int i) {
 // (`throttled`), and the waiting part and its columns unless a pending job has
 // dependencies (`dependencies`). Without both it plans in a fifth of the time.
 std::string PendingWindowSql(bool throttled, bool dependencies) {
-  const std::string team = std::string(FRUGAL_TEAM_PENDING_DUE) +
-                           (throttled ? FRUGAL_NOT_THROTTLED : "");
+  const std::string team =
+      std::string(FRUGAL_TEAM_PENDING_DUE) + (throttled ? FRUGAL_NOT_THROTTLED : "");
   std::string sql = "WITH";
   if (throttled) {
     sql +=
@@ -112,8 +112,10 @@ std::string PendingWindowSql(bool throttled, bool dependencies) {
   sql += " teamed AS (SELECT j.* FROM teams t CROSS JOIN LATERAL (";
   if (dependencies) {
     sql += "(" + team + " AND (cardinality(j.depends_on) = 0 OR NOT EXISTS (" +
-           FRUGAL_OPEN_DEPENDENCY ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
-           " UNION ALL (" + team + " AND cardinality(j.depends_on) > 0 AND EXISTS (" +
+           FRUGAL_OPEN_DEPENDENCY
+           ")) ORDER BY j.priority_rank, j.id LIMIT $2)"
+           " UNION ALL (" +
+           team + " AND cardinality(j.depends_on) > 0 AND EXISTS (" +
            FRUGAL_OPEN_DEPENDENCY ") ORDER BY j.priority_rank, j.id LIMIT $2)";
   } else {
     sql += team + " ORDER BY j.priority_rank, j.id LIMIT $2";
@@ -249,29 +251,37 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                         .status());
     model::Snapshot s;
     // With the idle reclamation settings (one row; the defaults if it were missing).
-    ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle",
-                                      "SELECT " FRUGAL_US("now()") ", (SELECT"
-                                      " idle_threshold_percent FROM guardrail_settings), (SELECT"
-                                      " idle_window_s FROM guardrail_settings),"
-                                      // In the statement that takes the snapshot: the
-                                      // oldest transaction open, for fair share's fold.
-                                      " (SELECT " FRUGAL_US("min(xact_start)") " FROM"
-                                      " pg_stat_activity WHERE datname = current_database()"
-                                      " AND pid <> pg_backend_pid()),"
-                                      // What the window read must plan for
-                                      // (LoadPending). Not EXISTS: this plan is cached, and
-                                      // with no statistics on cardinality() PostgreSQL
-                                      // took a scan of `jobs` that stops at the first match
-                                      // for one, and read the whole table when none
-                                      // matched. An index order and a probe per throttled
-                                      // array keep each to its index.
-                                      " (SELECT true FROM job_arrays a CROSS JOIN LATERAL"
-                                      " (SELECT 1 FROM jobs p WHERE p.array_id = a.id AND"
-                                      " p.state = 'pending' LIMIT 1) p WHERE a.max_running"
-                                      " IS NOT NULL LIMIT 1) IS NOT NULL, (SELECT true FROM"
-                                      " jobs WHERE state = 'pending' AND"
-                                      " cardinality(depends_on) > 0 ORDER BY team_id,"
-                                      " priority_rank, id LIMIT 1) IS NOT NULL"));
+    ASSIGN_OR_RETURN(
+        auto now,
+        c.Exec(
+            "snapshot_now_idle",
+            "SELECT " FRUGAL_US(
+                "now()") ", (SELECT"
+                         " idle_threshold_percent FROM guardrail_settings), (SELECT"
+                         " idle_window_s FROM guardrail_settings),"
+                         // In the statement that takes the snapshot: the
+                         // oldest transaction open, for fair share's fold.
+                         " (SELECT " FRUGAL_US(
+                             "min(xact_start)") " FROM"
+                                                " pg_stat_activity WHERE datname = "
+                                                "current_database()"
+                                                " AND pid <> pg_backend_pid()),"
+                                                // What the window read must plan for
+                                                // (LoadPending). Not EXISTS: this plan is cached,
+                                                // and with no statistics on cardinality()
+                                                // PostgreSQL took a scan of `jobs` that stops at
+                                                // the first match for one, and read the whole table
+                                                // when none matched. An index order and a probe per
+                                                // throttled array keep each to its index.
+                                                " (SELECT true FROM job_arrays a CROSS JOIN LATERAL"
+                                                " (SELECT 1 FROM jobs p WHERE p.array_id = a.id AND"
+                                                " p.state = 'pending' LIMIT 1) p WHERE "
+                                                "a.max_running"
+                                                " IS NOT NULL LIMIT 1) IS NOT NULL, (SELECT true "
+                                                "FROM"
+                                                " jobs WHERE state = 'pending' AND"
+                                                " cardinality(depends_on) > 0 ORDER BY team_id,"
+                                                " priority_rank, id LIMIT 1) IS NOT NULL"));
     s.now = pg::FromMicros(now.Int(0, 0));
     if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
     if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
@@ -286,7 +296,6 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
     return s;
   });
 }
-
 
 #undef FRUGAL_PENDING_COLUMNS_NO_DEPENDENCIES
 #undef FRUGAL_PENDING_COLUMNS
@@ -313,11 +322,11 @@ constexpr std::int64_t kFairShareCutLagUs = 2LL * 60 * 1000000;
 // one that commits in between, microseconds, is missed until the next retake.) A busy
 // queue ends hundreds of attempts a second, and reading ten minutes of them every cycle
 // cost more than the rest of the snapshot.
-// A fifth of a second each (decision 0040; 0.5 s in 0036, 1 s and 3 s before): a drain
-// ends ~1,000 attempts a second, and what the per-snapshot read sums is what ended since
-// the cut, about 0.85 ms a cycle at 0.5 s.
-constexpr std::int64_t kFairShareFoldUs = 200000;
-constexpr std::int64_t kFairShareFoldLagUs = 200000;
+// A twentieth of a second each (decision 0048; 0.2 s in 0040, 0.5 s in 0036, 1 s and 3 s
+// before): a drain ends ~1,200 attempts a second, and what the per-snapshot read sums is
+// what ended since the cut, 0.7 ms of a 7.7 ms cycle at 0.2 s.
+constexpr std::int64_t kFairShareFoldUs = 50000;
+constexpr std::int64_t kFairShareFoldLagUs = 50000;
 constexpr double kHalfLifeSeconds = 604800.0;
 
 // An attempt's GPU-hours decayed to now(), `end` being when it ended (or now()). In double

@@ -129,15 +129,15 @@ Status PgStore::CheckLeaderFence(PgConn& c) {
   if (term == 0) return NotLeader("this scheduler holds no leader term");
   // The lease row stays locked FOR SHARE until commit. If this process freezes inside the
   // transaction, the server ends the session after a lease's length of silence and the
-  // lock goes with it, so a standby is held up at most that long.
-  RETURN_IF_ERROR(c.Exec("fence_idle_timeout",
-                         "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
-                         {std::to_string(std::max<std::int64_t>(ttl.count(), 1000))})
-                      .status());
+  // lock goes with it, so a standby is held up at most that long. Both in one statement
+  // (decision 0048): every engine write pays this round trip. Where the row is not found
+  // the timeout is not set, and the caller rolls back.
   ASSIGN_OR_RETURN(auto r, c.Exec("leader_fence",
-                                  "SELECT 1 FROM leader_lease WHERE term = $1 AND holder = $2"
+                                  "SELECT set_config('idle_in_transaction_session_timeout',"
+                                  " $3, true) FROM leader_lease WHERE term = $1 AND holder = $2"
                                   " AND expires_at > clock_timestamp() FOR SHARE",
-                                  {std::to_string(term), instance_id_}));
+                                  {std::to_string(term), instance_id_,
+                                   std::to_string(std::max<std::int64_t>(ttl.count(), 1000))}));
   if (r.rows() == 1) return Status::Ok();
   {
     std::lock_guard<std::mutex> lock(leader_mu_);

@@ -748,17 +748,16 @@ StatusOr<std::vector<LostNode>> PgStore::SweepLostNodes() {
   }
   if (term == 0) return NotLeader("this scheduler holds no leader term");
   using Seen = std::pair<bool, bool>;  // a lease ran out; the term still holds
-  ASSIGN_OR_RETURN(const Seen seen,
-                   Autocommit<Seen>(pool_, Repeat::kReads, [&](PgConn& c) -> StatusOr<Seen> {
-                     ASSIGN_OR_RETURN(
-                         auto r, c.Exec("sweep_lost_nodes_any",
+  ASSIGN_OR_RETURN(
+      const Seen seen, Autocommit<Seen>(pool_, Repeat::kReads, [&](PgConn& c) -> StatusOr<Seen> {
+        ASSIGN_OR_RETURN(auto r, c.Exec("sweep_lost_nodes_any",
                                         "SELECT EXISTS (SELECT 1 FROM nodes WHERE state IN"
                                         " ('live', 'draining') AND lease_expires_at < now()),"
                                         " EXISTS (SELECT 1 FROM leader_lease WHERE term = $1"
                                         " AND holder = $2 AND expires_at > clock_timestamp())",
                                         {std::to_string(term), instance_id_}));
-                     return Seen{r.Bool(0, 0), r.Bool(0, 1)};
-                   }));
+        return Seen{r.Bool(0, 0), r.Bool(0, 1)};
+      }));
   if (!seen.first && seen.second) return std::vector<LostNode>{};
   return InTransaction<std::vector<LostNode>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<LostNode>> {
     RETURN_IF_ERROR(CheckLeaderFence(c));

@@ -374,10 +374,15 @@ TEST_F(PgStoreTest, SnapshotWindowWithAThrottledArrayAndAPipeline) {
   // the child free to start.
   auto conn = PgConn::Connect(conninfo_);
   ASSERT_TRUE(conn.ok());
-  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id <> " +
-                                  std::to_string(kid)).ok());
-  ASSERT_TRUE((*conn)->ExecScript("UPDATE jobs SET depends_on = '{}' WHERE id = " +
-                                  std::to_string(kid)).ok());
+  ASSERT_TRUE(
+      (*conn)
+          ->ExecScript("UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id <> " +
+                       std::to_string(kid))
+          .ok());
+  ASSERT_TRUE(
+      (*conn)
+          ->ExecScript("UPDATE jobs SET depends_on = '{}' WHERE id = " + std::to_string(kid))
+          .ok());
   snap = store_->LoadSnapshot({100, 100});
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   ASSERT_EQ(snap->pending.size(), 1u);
@@ -569,8 +574,9 @@ TEST_F(PgStoreTest, StatisticsAreRefreshedForTablesThatChangedALot) {
   ASSERT_TRUE((*c)->ExecScript("UPDATE jobs SET reason = 'churn one'").ok());
   ASSERT_TRUE((*c)->ExecScript("UPDATE jobs SET reason = 'churn two'").ok());
   auto mods = [&] {
-    auto m = (*c)->Exec("mods", "SELECT n_mod_since_analyze, n_live_tup FROM pg_stat_user_tables"
-                                " WHERE relid = 'jobs'::regclass");
+    auto m = (*c)->Exec("mods",
+                        "SELECT n_mod_since_analyze, n_live_tup FROM pg_stat_user_tables"
+                        " WHERE relid = 'jobs'::regclass");
     return m.ok() && m->rows() == 1 ? std::make_pair(m->Int(0, 0), m->Int(0, 1))
                                     : std::make_pair(std::int64_t{-1}, std::int64_t{-1});
   };
