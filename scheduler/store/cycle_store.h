@@ -79,6 +79,9 @@ class CycleStore {
   // in their own transaction, first, that this store holds the current term and its lease
   // is unexpired (the row stays locked FOR SHARE until commit, so no takeover
   // interleaves). Otherwise they write nothing and return NotLeader(): IsNotLeader().
+  // SweepLostNodes first reads, without a transaction, whether any lease ran out and
+  // whether the term still holds; with nothing to sweep and the term held it answers
+  // empty from that read and writes nothing (decision 0048).
 
   // Pending jobs, active attempts (with their idle state and team idle policy), live nodes,
   // pools, quotas, budgets, the idle settings, and the database's now(). The pending jobs

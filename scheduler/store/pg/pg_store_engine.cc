@@ -241,6 +241,24 @@ Status LoadLiveNodes(PgConn& c, model::Snapshot& s) {
 
 }  // namespace
 
+// The snapshot's first statement: the database's now(), the idle settings, and, read in the
+// statement that takes the snapshot, the oldest transaction open (for fair share's fold).
+// Then what the window read must plan for (LoadPending). Not EXISTS: this plan is cached,
+// and with no statistics on cardinality() PostgreSQL took a scan of `jobs` that stops at
+// the first match for one, and read the whole table when none matched. An index order and
+// a probe per throttled array keep each to its index.
+constexpr const char* kSnapshotNowIdle =
+    "SELECT " FRUGAL_US("now()") ","
+    " (SELECT idle_threshold_percent FROM guardrail_settings),"
+    " (SELECT idle_window_s FROM guardrail_settings),"
+    " (SELECT " FRUGAL_US("min(xact_start)") " FROM pg_stat_activity"
+    "   WHERE datname = current_database() AND pid <> pg_backend_pid()),"
+    " (SELECT true FROM job_arrays a CROSS JOIN LATERAL (SELECT 1 FROM jobs p"
+    "   WHERE p.array_id = a.id AND p.state = 'pending' LIMIT 1) p"
+    "   WHERE a.max_running IS NOT NULL LIMIT 1) IS NOT NULL,"
+    " (SELECT true FROM jobs WHERE state = 'pending' AND cardinality(depends_on) > 0"
+    "   ORDER BY team_id, priority_rank, id LIMIT 1) IS NOT NULL";
+
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
   return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
     // One consistent view for the whole snapshot.
@@ -251,37 +269,7 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                         .status());
     model::Snapshot s;
     // With the idle reclamation settings (one row; the defaults if it were missing).
-    ASSIGN_OR_RETURN(
-        auto now,
-        c.Exec(
-            "snapshot_now_idle",
-            "SELECT " FRUGAL_US(
-                "now()") ", (SELECT"
-                         " idle_threshold_percent FROM guardrail_settings), (SELECT"
-                         " idle_window_s FROM guardrail_settings),"
-                         // In the statement that takes the snapshot: the
-                         // oldest transaction open, for fair share's fold.
-                         " (SELECT " FRUGAL_US(
-                             "min(xact_start)") " FROM"
-                                                " pg_stat_activity WHERE datname = "
-                                                "current_database()"
-                                                " AND pid <> pg_backend_pid()),"
-                                                // What the window read must plan for
-                                                // (LoadPending). Not EXISTS: this plan is cached,
-                                                // and with no statistics on cardinality()
-                                                // PostgreSQL took a scan of `jobs` that stops at
-                                                // the first match for one, and read the whole table
-                                                // when none matched. An index order and a probe per
-                                                // throttled array keep each to its index.
-                                                " (SELECT true FROM job_arrays a CROSS JOIN LATERAL"
-                                                " (SELECT 1 FROM jobs p WHERE p.array_id = a.id AND"
-                                                " p.state = 'pending' LIMIT 1) p WHERE "
-                                                "a.max_running"
-                                                " IS NOT NULL LIMIT 1) IS NOT NULL, (SELECT true "
-                                                "FROM"
-                                                " jobs WHERE state = 'pending' AND"
-                                                " cardinality(depends_on) > 0 ORDER BY team_id,"
-                                                " priority_rank, id LIMIT 1) IS NOT NULL"));
+    ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle", kSnapshotNowIdle));
     s.now = pg::FromMicros(now.Int(0, 0));
     if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
     if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
@@ -322,11 +310,13 @@ constexpr std::int64_t kFairShareCutLagUs = 2LL * 60 * 1000000;
 // one that commits in between, microseconds, is missed until the next retake.) A busy
 // queue ends hundreds of attempts a second, and reading ten minutes of them every cycle
 // cost more than the rest of the snapshot.
-// A twentieth of a second each (decision 0048; 0.2 s in 0040, 0.5 s in 0036, 1 s and 3 s
-// before): a drain ends ~1,200 attempts a second, and what the per-snapshot read sums is
-// what ended since the cut, 0.7 ms of a 7.7 ms cycle at 0.2 s.
+// A fold every twentieth of a second (decision 0048; every 0.2 s in 0040, 0.5 s in 0036,
+// 1 s and 3 s before): a drain ends ~1,200 attempts a second, and what the per-snapshot read
+// sums is what ended since the cut, 0.7 ms of a 7.7 ms cycle at 0.2 s. The lag stays at a
+// fifth of a second: it is what covers a transaction that commits between the snapshot and
+// its read of the open ones, for as long as that transaction ran.
 constexpr std::int64_t kFairShareFoldUs = 50000;
-constexpr std::int64_t kFairShareFoldLagUs = 50000;
+constexpr std::int64_t kFairShareFoldLagUs = 200000;
 constexpr double kHalfLifeSeconds = 604800.0;
 
 // An attempt's GPU-hours decayed to now(), `end` being when it ended (or now()). In double

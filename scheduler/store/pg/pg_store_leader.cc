@@ -130,8 +130,9 @@ Status PgStore::CheckLeaderFence(PgConn& c) {
   // The lease row stays locked FOR SHARE until commit. If this process freezes inside the
   // transaction, the server ends the session after a lease's length of silence and the
   // lock goes with it, so a standby is held up at most that long. Both in one statement
-  // (decision 0048): every engine write pays this round trip. Where the row is not found
-  // the timeout is not set, and the caller rolls back.
+  // (decision 0048): every engine write pays this round trip. Where no row comes back the
+  // timeout may have been set all the same (a takeover's update rechecked after the wait);
+  // it is local to the transaction, which the caller rolls back.
   ASSIGN_OR_RETURN(auto r, c.Exec("leader_fence",
                                   "SELECT set_config('idle_in_transaction_session_timeout',"
                                   " $3, true) FROM leader_lease WHERE term = $1 AND holder = $2"

@@ -18,11 +18,10 @@ StatusOr<std::vector<std::string>> PgStore::RefreshStatistics() {
         // Autovacuum's analyze threshold (50 rows + 10% of the table), over the tables of
         // the schema the store's statements use. reltuples is -1 before any ANALYZE.
         // At once only where the table's size is no longer what its statistics say (half
-        // or twice as many live rows, or none gathered yet): plans made for the wrong size
-        // are what go badly wrong. A table whose rows only changed (a drain moves every
-        // job twice) waits for autovacuum's own interval since its last analysis, a
-        // minute: analyzing `jobs` every second of a drain took a tenth of the database's
-        // time (decision 0048).
+        // or twice as many live rows, and 50 more, or none gathered yet): plans made for the wrong
+        // size are what go badly wrong. A table whose rows only changed (a drain moves every job
+        // twice) waits for autovacuum's own interval since its last analysis, a minute: analyzing
+        // `jobs` every second of a drain took a tenth of the database's time (decision 0048).
         ASSIGN_OR_RETURN(auto r,
                          c.Exec("statistics_stale",
                                 "SELECT s.relname, format('%I.%I', s.schemaname, s.relname)"
