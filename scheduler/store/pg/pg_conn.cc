@@ -63,11 +63,7 @@ StatusOr<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& conninfo,
 
 bool PgConn::EndedByServer() { return broken_ || IdleConnectionBroken(conn_); }
 
-StatusOr<PgResult> PgConn::Finish(bool sent, const std::string& what) {
-  if (!sent) {
-    broken_ = true;
-    return ToStatus(nullptr, what);
-  }
+PGresult* PgConn::AwaitNext(const std::string& what, Status& error) {
   auto deadline = SteadyClock::time_point::max();
   if (options_.statement_timeout.count() > 0) {
     deadline = SteadyClock::now() + options_.statement_timeout + kClientMargin;
@@ -75,17 +71,29 @@ StatusOr<PgResult> PgConn::Finish(bool sent, const std::string& what) {
   PgWaitResult w = AwaitResult(conn_, deadline);
   if (w.timed_out) {
     broken_ = true;
-    return Unavailable("database unavailable: no answer within " +
-                       std::to_string((options_.statement_timeout + kClientMargin).count()) +
-                       " ms (" + what + ")");
+    error = Unavailable("database unavailable: no answer within " +
+                        std::to_string((options_.statement_timeout + kClientMargin).count()) +
+                        " ms (" + what + ")");
+    return nullptr;
   }
   if (w.result == nullptr) {
     broken_ = true;
+    error = ToStatus(nullptr, what);
+  }
+  return w.result;
+}
+
+StatusOr<PgResult> PgConn::Finish(bool sent, const std::string& what) {
+  if (!sent) {
+    broken_ = true;
     return ToStatus(nullptr, what);
   }
-  auto st = PQresultStatus(w.result);
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return ToStatus(w.result, what);
-  return PgResult(w.result);
+  Status error = Status::Ok();
+  PGresult* r = AwaitNext(what, error);
+  if (r == nullptr) return error;
+  auto st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return ToStatus(r, what);
+  return PgResult(r);
 }
 
 PgConn::~PgConn() { PQfinish(conn_); }
@@ -133,6 +141,76 @@ StatusOr<PgResult> PgConn::Exec(const std::string& name, const std::string& sql,
   return Finish(PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()),
                                     values.data(), nullptr, nullptr, 0) == 1,
                 name);
+}
+
+StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStatement>& statements) {
+  for (const auto& s : statements)
+    for (const auto& p : s.params)
+      if (p && p->find('\0') != std::string::npos)
+        return InvalidArgument("text must not contain NUL characters (\\u0000)");
+  std::vector<PgResult> out;
+  if (statements.empty()) return out;
+  statements_sent_ += static_cast<int>(statements.size());
+  if (PQenterPipelineMode(conn_) != 1) {
+    broken_ = true;
+    return ToStatus(nullptr, statements.front().name);
+  }
+  // Each statement not yet prepared is prepared once, ahead of its first execution.
+  std::vector<bool> preparing(statements.size(), false);
+  std::set<std::string> named;
+  bool sent = true;
+  for (std::size_t i = 0; i < statements.size() && sent; ++i) {
+    const PgStatement& s = statements[i];
+    if (!prepared_.count(s.name) && named.insert(s.name).second) {
+      preparing[i] = true;
+      sent = PQsendPrepare(conn_, s.name.c_str(), s.sql.c_str(), 0, nullptr) == 1;
+    }
+    std::vector<const char*> values;
+    values.reserve(s.params.size());
+    for (const auto& p : s.params) values.push_back(p ? p->c_str() : nullptr);
+    sent = sent && PQsendQueryPrepared(conn_, s.name.c_str(), static_cast<int>(values.size()),
+                                       values.data(), nullptr, nullptr, 0) == 1;
+  }
+  if (!sent || PQpipelineSync(conn_) != 1) {
+    broken_ = true;
+    return ToStatus(nullptr, statements.front().name);
+  }
+  // Every result is read, up to the sync, whatever failed: the connection is then idle
+  // again. After a failure the server answers the rest "aborted", which names no cause.
+  Status first = Status::Ok();
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    const std::string& what = statements[i].name;
+    for (int step = preparing[i] ? 0 : 1; step < 2; ++step) {
+      Status error = Status::Ok();
+      PGresult* r = AwaitNext(what, error);
+      if (r == nullptr) return error;
+      const auto st = PQresultStatus(r);
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        if (step == 0) {
+          prepared_.insert(what);
+          PQclear(r);
+        } else {
+          out.emplace_back(r);
+        }
+      } else if (st == PGRES_PIPELINE_ABORTED || !first.ok()) {
+        PQclear(r);
+      } else {
+        first = ToStatus(r, what);
+      }
+    }
+  }
+  Status error = Status::Ok();
+  PGresult* sync = AwaitNext(statements.front().name, error);
+  if (sync == nullptr) return error;
+  const bool synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1) broken_ = true;
+  if (!first.ok()) return first;
+  if (broken_) {
+    const std::string& what = statements.front().name;
+    return Unavailable("database unavailable: a pipeline did not end (" + what + ")");
+  }
+  return out;
 }
 
 StatusOr<PgResult> PgConn::ExecScript(const std::string& sql) {

@@ -30,6 +30,13 @@ namespace frugal::store {
 
 using PgParam = std::optional<std::string>;  // nullopt = SQL NULL; text format
 
+// One statement of a pipeline (PgConn::ExecPipeline): prepared under `name` as Exec does.
+struct PgStatement {
+  std::string name;
+  std::string sql;
+  std::vector<PgParam> params;
+};
+
 class PgResult {
  public:
   explicit PgResult(PGresult* r) : r_(r, &PQclear) {}
@@ -56,6 +63,16 @@ class PgConn {
   // Runs a parameterised statement, preparing it under `name` on first use.
   StatusOr<PgResult> Exec(const std::string& name, const std::string& sql,
                           const std::vector<PgParam>& params = {});
+  StatusOr<PgResult> Exec(const PgStatement& s) { return Exec(s.name, s.sql, s.params); }
+  // Runs `statements` in order as Exec would, sent together in one pipeline (libpq's
+  // pipeline mode), so they cost one round trip instead of one each; the results in the same
+  // order. For statements whose parameters do not depend on each other's results. The first
+  // failure is returned as Exec returns it, and the server skips the statements after it;
+  // inside a transaction nothing of the pipeline then holds (the caller rolls back), outside
+  // one each statement before it has committed on its own. Everything is sent before
+  // anything is read: a statement that answers many rows goes after any large parameter, or
+  // the send could wait on a server that waits for those rows to be read.
+  StatusOr<std::vector<PgResult>> ExecPipeline(const std::vector<PgStatement>& statements);
   // Runs `sql` (which may hold several statements) without parameters: migrations, BEGIN.
   StatusOr<PgResult> ExecScript(const std::string& sql);
 
@@ -77,6 +94,9 @@ class PgConn {
   Status ToStatus(PGresult* r, const std::string& what);
   // Awaits the command just sent (or the send's failure, sent == false) as a result.
   StatusOr<PgResult> Finish(bool sent, const std::string& what);
+  // Awaits the next command's results; nullptr (and the connection broken) on a timeout or
+  // a broken connection, with `error` set to say which.
+  PGresult* AwaitNext(const std::string& what, Status& error);
 
   PGconn* conn_;
   const PgConnOptions options_;
@@ -127,6 +147,10 @@ class PgPool {
 // nothing can repeat.
 template <typename T, typename Fn>
 StatusOr<T> InTransaction(PgPool& pool, Fn&& fn);
+// The same, begun by the script `begin` instead of a bare BEGIN, in the same round trip:
+// "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL plan_cache_mode = ...".
+template <typename T, typename Fn>
+StatusOr<T> InTransaction(PgPool& pool, const char* begin, Fn&& fn);
 
 // Whether `fn` of Autocommit may run again after a failure: kReads only when it reads.
 enum class Repeat { kReads, kNever };

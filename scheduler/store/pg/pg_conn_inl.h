@@ -5,15 +5,20 @@ namespace frugal::store {
 
 template <typename T, typename Fn>
 StatusOr<T> InTransaction(PgPool& pool, Fn&& fn) {
+  return InTransaction<T>(pool, "BEGIN", std::forward<Fn>(fn));
+}
+
+template <typename T, typename Fn>
+StatusOr<T> InTransaction(PgPool& pool, const char* begin, Fn&& fn) {
   for (int attempt = 0;; ++attempt) {
     auto lease = pool.Acquire();
     if (!lease.ok()) return lease.status();
     PgConn& c = **lease;
     c.ResetCount();
-    auto begin = c.ExecScript("BEGIN");
-    if (!begin.ok()) {
+    auto begun = c.ExecScript(begin);
+    if (!begun.ok()) {
       if (attempt < 3 && !c.healthy()) continue;
-      return begin.status();
+      return begun.status();
     }
     StatusOr<T> result = fn(c);
     if (!result.ok()) {

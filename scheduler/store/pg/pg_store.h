@@ -22,6 +22,8 @@ namespace frugal::store {
 
 class PgConn;
 class PgPool;
+class PgResult;
+struct PgStatement;
 
 namespace pg {
 // The fitted availability models LoadPools parsed, by pool, reused while the pool's
@@ -191,9 +193,13 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
     std::int64_t cut_us = 0;
     std::map<model::TeamId, double> hours;
   };
-  // `open_since_us`: when the oldest other transaction open at the snapshot began.
-  StatusOr<std::map<model::TeamId, double>> TeamUsage(PgConn& c, std::int64_t now_us,
-                                                      std::optional<std::int64_t> open_since_us);
+  // Fair share in two halves around one of the snapshot's pipelines: the reads it needs (a
+  // fold or a refresh of the base when due, then what ended after the cut), then the usage
+  // from their results, in the same order. `open_since_us`: when the oldest other
+  // transaction open at the snapshot began.
+  struct UsageRead;
+  UsageRead PlanTeamUsage(std::int64_t now_us, std::optional<std::int64_t> open_since_us);
+  std::map<model::TeamId, double> TeamUsage(const UsageRead& read, const PgResult* results);
 
   // Owned here, used through the reference: libpq stays out of this header (decision 0042).
   std::unique_ptr<PgPool> pool_owner_;

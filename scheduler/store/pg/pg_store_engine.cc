@@ -23,6 +23,15 @@ std::vector<T> JsonList(const std::string& text) {
 
 }  // namespace
 
+// What PlanTeamUsage decided, for TeamUsage to apply to the results.
+struct PgStore::UsageRead {
+  std::int64_t now_us = 0;
+  bool full = false;   // the first statement refreshes the base
+  bool fold = false;   // the first statement folds into it
+  FairShareBase base;  // the cached base, or the next one's times when it is read
+  std::vector<PgStatement> statements;
+};
+
 // The dependencies of pending job `j` still open (pending, held or running), as rows `d.id`.
 #define FRUGAL_OPEN_DEPENDENCY                                                      \
   "SELECT d.id FROM jobs d WHERE d.id = ANY (j.depends_on)"                         \
@@ -125,20 +134,24 @@ std::string PendingWindowSql(bool throttled, bool dependencies) {
   return sql + " FROM teamed j ORDER BY j.priority_rank, j.id";
 }
 
-// The window's pending jobs (CycleStore::LoadSnapshot), then the focus job where the
-// window did not reach it, each in claim order. `throttled` and `dependencies` as for
-// PendingWindowSql, read in the same transaction.
-Status LoadPending(PgConn& c, const PendingWindow& window, bool throttled, bool dependencies,
-                   model::Snapshot& s) {
+// The read of the window's pending jobs (CycleStore::LoadSnapshot), in claim order.
+// `throttled` and `dependencies` as for PendingWindowSql, read in the same transaction.
+PgStatement PendingStatement(const PendingWindow& window, bool throttled, bool dependencies) {
   static const std::string kNames[4] = {"snapshot_pending", "snapshot_pending_deps",
                                         "snapshot_pending_throttled",
                                         "snapshot_pending_throttled_deps"};
   static const std::string kSql[4] = {PendingWindowSql(false, false), PendingWindowSql(false, true),
                                       PendingWindowSql(true, false), PendingWindowSql(true, true)};
   const int variant = (throttled ? 2 : 0) + (dependencies ? 1 : 0);
-  ASSIGN_OR_RETURN(auto p, c.Exec(kNames[variant], kSql[variant],
-                                  {std::to_string(std::max(1, window.max_pending)),
-                                   std::to_string(std::max(1, window.per_team))}));
+  return {kNames[variant],
+          kSql[variant],
+          {std::to_string(std::max(1, window.max_pending)),
+           std::to_string(std::max(1, window.per_team))}};
+}
+
+// The window's pending jobs from PendingStatement's result `p`, then the focus job where
+// the window did not reach it, in its place in claim order.
+Status LoadPending(PgConn& c, const PendingWindow& window, const PgResult& p, model::Snapshot& s) {
   for (int i = 0; i < p.rows(); ++i) s.pending.push_back(PendingRow(p, i));
   if (!window.focus) return Status::Ok();
   for (const auto& j : s.pending)
@@ -157,10 +170,8 @@ Status LoadPending(PgConn& c, const PendingWindow& window, bool throttled, bool 
 }
 
 // Every attempt that has not ended, with what the policy and the idle guardrail weigh.
-Status LoadRunning(PgConn& c, model::Snapshot& s) {
-  ASSIGN_OR_RETURN(
-      auto r,
-      c.Exec("snapshot_running",
+const PgStatement kRunning = {
+    "snapshot_running",
              "SELECT a.id, a.job_id, a.node_id, a.gpus, j.priority_rank, n.pool_id, "
              FRUGAL_US("a.started_at") ", " FRUGAL_US("ck.created_at") ", ck.progress,"
              " j.tolerance, " FRUGAL_US("j.deadline") ", j.estimate_s, j.checkpoint_interval_s,"
@@ -174,7 +185,10 @@ Status LoadRunning(PgConn& c, model::Snapshot& s) {
              " LEFT JOIN priority_class_runtimes pcr ON pcr.priority = j.priority"
              " LEFT JOIN LATERAL (SELECT c.created_at, c.progress FROM checkpoints c"
              "   WHERE c.job_id = a.job_id ORDER BY c.step DESC LIMIT 1) ck ON true"
-             " WHERE a.ended_at IS NULL ORDER BY a.id"));
+             " WHERE a.ended_at IS NULL ORDER BY a.id",
+    {}};
+
+void ParseRunning(const PgResult& r, model::Snapshot& s) {
   for (int i = 0; i < r.rows(); ++i) {
     model::RunningAttempt a;
     a.attempt_id = r.Int(i, 0);
@@ -205,12 +219,10 @@ Status LoadRunning(PgConn& c, model::Snapshot& s) {
     a.gang_size = static_cast<int>(r.Int(i, 24));
     s.running.push_back(std::move(a));
   }
-  return Status::Ok();
 }
 
 // The nodes that may take work: live, leased and not drained; with when each went idle.
-Status LoadLiveNodes(PgConn& c, model::Snapshot& s) {
-  ASSIGN_OR_RETURN(auto n, c.Exec("snapshot_nodes",
+const PgStatement kLiveNodes = {"snapshot_nodes",
                                   "SELECT id, name, pool_id, gpus, gpu_type, gpu_mem_gb, "
                                   FRUGAL_US("lease_expires_at") ","
                                   // Idle since the last attempt here ended (or it joined).
@@ -223,7 +235,10 @@ Status LoadLiveNodes(PgConn& c, model::Snapshot& s) {
                                   // An admin-drained node takes nothing new
                                   // (decision 0021); its attempts are in `running`.
                                   " WHERE state = 'live' AND lease_expires_at > now()"
-                                  " AND drained_at IS NULL ORDER BY id"));
+                                  " AND drained_at IS NULL ORDER BY id",
+                                  {}};
+
+void ParseLiveNodes(const PgResult& n, model::Snapshot& s) {
   for (int i = 0; i < n.rows(); ++i) {
     model::Node node;
     node.id = n.Int(i, 0);
@@ -236,7 +251,6 @@ Status LoadLiveNodes(PgConn& c, model::Snapshot& s) {
     node.idle_since = pg::OptTime(n, i, 7);
     s.nodes.push_back(std::move(node));
   }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -257,32 +271,52 @@ constexpr const char* kSnapshotNowIdle =
     "   WHERE p.array_id = a.id AND p.state = 'pending' LIMIT 1) p"
     "   WHERE a.max_running IS NOT NULL LIMIT 1) IS NOT NULL,"
     " (SELECT true FROM jobs WHERE state = 'pending' AND cardinality(depends_on) > 0"
-    "   ORDER BY team_id, priority_rank, id LIMIT 1) IS NOT NULL";
+    "   ORDER BY team_id, priority_rank, id LIMIT 1) IS NOT NULL,"
+    " EXISTS (SELECT 1 FROM team_budgets)";
+
+// How the snapshot's transaction begins: one consistent view for the whole snapshot, and a
+// fresh plan for each read (decision 0025): a generic plan cached while `jobs` was nearly
+// empty ran the window read as a scan per pending row after a burst of submits.
+constexpr const char* kSnapshotBegin =
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+    " SET LOCAL plan_cache_mode = force_custom_plan";
 
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
-  return InTransaction<model::Snapshot>(pool_, [&](PgConn& c) -> StatusOr<model::Snapshot> {
-    // One consistent view for the whole snapshot.
-    // A fresh plan for each read (decision 0025): a generic plan cached while `jobs` was
-    // nearly empty ran this read as a scan per pending row after a burst of submits.
-    RETURN_IF_ERROR(c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;"
-                                 " SET LOCAL plan_cache_mode = force_custom_plan")
-                        .status());
-    model::Snapshot s;
-    // With the idle reclamation settings (one row; the defaults if it were missing).
-    ASSIGN_OR_RETURN(auto now, c.Exec("snapshot_now_idle", kSnapshotNowIdle));
-    s.now = pg::FromMicros(now.Int(0, 0));
-    if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
-    if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
-    RETURN_IF_ERROR(LoadPending(c, window, now.Bool(0, 4), now.Bool(0, 5), s));
-    RETURN_IF_ERROR(LoadRunning(c, s));
-    RETURN_IF_ERROR(LoadLiveNodes(c, s));
-    ASSIGN_OR_RETURN(s.pools, pg::LoadPools(c, &availability_cache_));
-    ASSIGN_OR_RETURN(auto usage, TeamUsage(c, now.Int(0, 0), now.OptInt(0, 3)));
-    for (const auto& [team, hours] : usage) s.team_usage[team] = {hours, s.now};
-    ASSIGN_OR_RETURN(s.quotas, pg::LoadQuotas(c));
-    ASSIGN_OR_RETURN(s.budgets, pg::LoadBudgets(c));
-    return s;
-  });
+  return InTransaction<model::Snapshot>(
+      pool_, kSnapshotBegin, [&](PgConn& c) -> StatusOr<model::Snapshot> {
+        model::Snapshot s;
+        // Two pipelines (decision 0049): what needs nothing from another read, then what
+        // needs the first statement's answers. Each costs one round trip.
+        std::vector<PgStatement> first = {{"snapshot_now_idle", kSnapshotNowIdle, {}},
+                                          kRunning,
+                                          kLiveNodes,
+                                          pg::QuotasStatement()};
+        for (auto& p : pg::PoolsStatements()) first.push_back(std::move(p));
+        ASSIGN_OR_RETURN(auto r, c.ExecPipeline(first));
+        const PgResult& now = r[0];
+        s.now = pg::FromMicros(now.Int(0, 0));
+        // With the idle reclamation settings (one row; the defaults if it were missing).
+        if (auto v = now.OptInt(0, 1)) s.idle_threshold_percent = static_cast<int>(*v);
+        if (auto v = now.OptInt(0, 2)) s.idle_window = Seconds(*v);
+        ParseRunning(r[1], s);
+        ParseLiveNodes(r[2], s);
+        s.quotas = pg::ParseQuotas(r[3]);
+        s.pools = pg::ParsePools(r[4], r[5], &availability_cache_);
+        const UsageRead usage_read = PlanTeamUsage(now.Int(0, 0), now.OptInt(0, 3));
+        std::vector<PgStatement> second = {
+            PendingStatement(window, now.Bool(0, 4), now.Bool(0, 5))};
+        for (const auto& u : usage_read.statements) second.push_back(u);
+        ASSIGN_OR_RETURN(auto p, c.ExecPipeline(second));
+        RETURN_IF_ERROR(LoadPending(c, window, p[0], s));
+        for (const auto& [team, hours] : TeamUsage(usage_read, &p[1])) {
+          s.team_usage[team] = {hours, s.now};
+        }
+        // Most clusters have no budget: their use is read only where one is set.
+        if (now.Bool(0, 6)) {
+          ASSIGN_OR_RETURN(s.budgets, pg::LoadBudgets(c));
+        }
+        return s;
+      });
 }
 
 #undef FRUGAL_PENDING_COLUMNS_NO_DEPENDENCIES
@@ -345,45 +379,60 @@ double Decay(std::int64_t from_us, std::int64_t to_us) {
 
 }  // namespace
 
-StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(
-    PgConn& c, std::int64_t now_us, std::optional<std::int64_t> open_since_us) {
+PgStore::UsageRead PgStore::PlanTeamUsage(std::int64_t now_us,
+                                          std::optional<std::int64_t> open_since_us) {
+  UsageRead read;
+  read.now_us = now_us;
   FairShareBase base;
   {
     std::lock_guard<std::mutex> lock(fair_share_mu_);
     base = fair_share_;
   }
   // A snapshot older than the cached total (a slow `why` beside the cycle) reads past it.
-  const bool full = base.full_at_us == 0 || now_us - base.full_at_us > kFairShareRefreshUs;
+  read.full = base.full_at_us == 0 || now_us - base.full_at_us > kFairShareRefreshUs;
   std::int64_t fold_cut = now_us - kFairShareFoldLagUs;
-  const bool fold = !full && now_us - base.at_us > kFairShareFoldUs && fold_cut > base.cut_us;
-  if (fold && open_since_us) fold_cut = std::min(fold_cut, *open_since_us - 1);
-  if (full || (fold && fold_cut > base.cut_us)) {
-    FairShareBase next{full ? now_us : base.full_at_us, now_us,
-                       full ? now_us - kFairShareCutLagUs : fold_cut, {}};
+  read.fold = !read.full && now_us - base.at_us > kFairShareFoldUs && fold_cut > base.cut_us;
+  if (read.fold && open_since_us) fold_cut = std::min(fold_cut, *open_since_us - 1);
+  read.fold = read.fold && fold_cut > base.cut_us;
+  if (read.full || read.fold) {
     // A refresh sums the last 8 half-lives; a fold, what ended since the last cut.
-    const std::int64_t from_us = full ? 0 : base.cut_us;
-    ASSIGN_OR_RETURN(auto u, c.Exec(full ? "fair_share_all" : "fair_share_fold",
-                                    full ? kUsageAll : kUsageRecent,
-                                    {std::to_string(from_us), std::to_string(next.cut_us)}));
-    if (!full) {
-      const double decay = Decay(base.at_us, now_us);
-      for (const auto& [team, hours] : base.hours) next.hours[team] = hours * decay;
-    }
-    for (int i = 0; i < u.rows(); ++i) next.hours[u.Int(i, 0)] += u.Double(i, 1);
-    base = std::move(next);
+    const std::int64_t from_us = read.full ? 0 : base.cut_us;
+    const std::int64_t cut_us = read.full ? now_us - kFairShareCutLagUs : fold_cut;
+    read.statements.push_back({read.full ? "fair_share_all" : "fair_share_fold",
+                               read.full ? kUsageAll : kUsageRecent,
+                               {std::to_string(from_us), std::to_string(cut_us)}});
+    if (read.full) base.hours.clear();
+    base = {read.full ? now_us : base.full_at_us, base.at_us, cut_us, std::move(base.hours)};
+  }
+  read.statements.push_back(
+      {"fair_share_recent",
+       "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j"
+       " WHERE j.id = a.job_id) AS team_id, " FRUGAL_DECAYED_HOURS(
+           "coalesce(a.ended_at, now())") " AS h"
+                                          " FROM attempts a WHERE a.ended_at > "
+                                          "to_timestamp($1::bigint / 1e6)"
+                                          " OR a.ended_at IS NULL) t GROUP BY t.team_id",
+       {std::to_string(base.cut_us)}});
+  read.base = std::move(base);
+  return read;
+}
+
+std::map<model::TeamId, double> PgStore::TeamUsage(const UsageRead& read, const PgResult* results) {
+  FairShareBase base = read.base;
+  if (read.full || read.fold) {
+    // The base's terms decay from when it was taken to now, then what the read found
+    // ended since its cut joins them.
+    const double decay = Decay(base.at_us, read.now_us);
+    for (auto& [team, hours] : base.hours) hours *= decay;
+    base.at_us = read.now_us;
+    const PgResult& u = results[0];
+    for (int i = 0; i < u.rows(); ++i) base.hours[u.Int(i, 0)] += u.Double(i, 1);
     std::lock_guard<std::mutex> lock(fair_share_mu_);
     fair_share_ = base;
   }
-  ASSIGN_OR_RETURN(
-      auto d, c.Exec("fair_share_recent",
-                     "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j"
-                     " WHERE j.id = a.job_id) AS team_id, "
-                     FRUGAL_DECAYED_HOURS("coalesce(a.ended_at, now())") " AS h"
-                     " FROM attempts a WHERE a.ended_at > to_timestamp($1::bigint / 1e6)"
-                     " OR a.ended_at IS NULL) t GROUP BY t.team_id",
-                     {std::to_string(base.cut_us)}));
   // Every term of the base decays by the same factor since it was taken.
-  const double decay = Decay(base.at_us, now_us);
+  const PgResult& d = results[read.statements.size() - 1];
+  const double decay = Decay(base.at_us, read.now_us);
   std::map<model::TeamId, double> out;
   for (const auto& [team, hours] : base.hours) out[team] = hours * decay;
   for (int i = 0; i < d.rows(); ++i) out[d.Int(i, 0)] += d.Double(i, 1);
@@ -394,76 +443,214 @@ StatusOr<std::map<model::TeamId, double>> PgStore::TeamUsage(
 
 namespace pg {
 
-StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache) {
-  ASSIGN_OR_RETURN(auto pl, c.Exec("load_pools",
-                                   "SELECT p.id, p.name, p.capacity_kind, p.gpu_type, p.gpu_mem_gb,"
-                                   " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
-                                   " p.startup_delay_s, p.idle_timeout_s,"
-                                   " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
-                                   " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0),"
-                                   " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0),"
-                                   " pa.fitted_model, " FRUGAL_US("pa.fitted_at") ","
-                                   // Up: a live node, or no evidence against it (no node
-                                   // yet, or the last one released, and no stockout since).
-                                   " coalesce(av.up_now, false) OR (so.at IS NULL AND"
-                                   "   coalesce(av.last_released, true)),"
-                                   " extract(epoch from now() - CASE WHEN av.up_now THEN"
-                                   " av.spell_start WHEN so.at IS NOT NULL AND"
-                                   " coalesce(av.last_released, true) THEN so.at"
-                                   " WHEN so.at IS NULL AND coalesce(av.last_released, true)"
-                                   " THEN now() ELSE av.last_end END),"
-                                   " NOT coalesce(av.up_now, false) AND so.at IS NULL AND"
-                                   " coalesce(av.last_released, true)"
-                                   " FROM pools p LEFT JOIN ("
-                                   "   SELECT pool_id, count(notice_at) AS notices,"
-                                   "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
-                                   "   registered_at) - registered_at))) / 3600.0 AS node_hours,"
-                                   // Node shapes: the biggest node the pool ever had
-                                   // (removed ones excepted), and the GPUs live now.
-                                   "   max(gpus) FILTER (WHERE state <> 'gone') AS largest,"
-                                   "   sum(gpus) FILTER (WHERE state = 'live'"
-                                   "     AND lease_expires_at > now()) AS live_gpus"
-                                   "   FROM nodes GROUP BY pool_id) o ON o.pool_id = p.id"
-                                   // Outages: gaps in the union of a spot pool's node lives,
-                                   // a node registering after every earlier one had gone.
-                                   " LEFT JOIN (SELECT pool_id, count(*) AS outages,"
-                                   "   sum(gap) / 3600.0 AS outage_hours FROM ("
-                                   "     SELECT n.pool_id, extract(epoch from n.registered_at -"
-                                   "     max(coalesce(n.last_heartbeat_at, n.registered_at)) OVER ("
-                                   "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
-                                   "       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS gap"
-                                   "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
-                                   "     WHERE sp.capacity_kind = 'spot') g"
-                                   "   WHERE gap > 0 GROUP BY pool_id) u ON u.pool_id = p.id"
-                                   " LEFT JOIN pool_availability pa ON pa.pool_id = p.id"
-                                   // Availability now (decision 0023), as the refit derives
-                                   // spells: up while a life reaches now; an up spell began
-                                   // at the last life that started after all earlier ones
-                                   // had ended, a down spell at the last life's end.
-                                   // The released flag is the last-ending life's (false
-                                   // first: a tie is released only if all its lives were).
-                                   " LEFT JOIN (SELECT pool_id, bool_or(ongoing) AS up_now,"
-                                   "   max(life_end) AS last_end,"
-                                   "   (array_agg(released ORDER BY life_end DESC, released))[1]"
-                                   "     AS last_released,"
-                                   "   max(registered_at) FILTER (WHERE starts_spell) AS spell_start"
-                                   "   FROM (SELECT n.pool_id, n.registered_at, " FRUGAL_LIFE_END("n")
-                                   "     AS life_end, " FRUGAL_LIFE_RELEASED("n") " AS released,"
-                                   "     n.notice_at IS NULL AND n.state IN ('live',"
-                                   "     'draining') AND n.lease_expires_at > now() AS ongoing,"
-                                   "     coalesce(n.registered_at > max(" FRUGAL_LIFE_END("n") ") OVER ("
-                                   "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
-                                   "       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true)"
-                                   "       AS starts_spell"
-                                   "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
-                                   "     WHERE sp.capacity_kind = 'spot') l"
-                                   "   GROUP BY pool_id) av ON av.pool_id = p.id"
-                                   // The first stockout since the last life ended.
-                                   " LEFT JOIN LATERAL (SELECT min(i.ended_at) AS at FROM"
-                                   "   instances i WHERE p.capacity_kind = 'spot' AND"
-                                   "   i.pool_id = p.id AND i.reason = 'stockout' AND"
-                                   "   i.ended_at > coalesce(av.last_end, '-infinity')) so ON true"
-                                   " ORDER BY p.id"));
+std::vector<PgStatement> PoolsStatements() {
+  return {
+      {"load_pools",
+       "SELECT p.id, p.name, p.capacity_kind, p.gpu_type, p.gpu_mem_gb,"
+       " p.speed, p.price_micros_per_gpu_hour, p.max_gpus,"
+       " p.startup_delay_s, p.idle_timeout_s,"
+       " p.preemption_prior_per_node_hour, coalesce(o.notices, 0),"
+       " coalesce(o.node_hours, 0), coalesce(u.outages, 0), coalesce(u.outage_hours, 0),"
+       " p.committed_gpus, coalesce(o.largest, 0), coalesce(o.live_gpus, 0),"
+       " pa.fitted_model, " FRUGAL_US(
+           "pa.fitted_at") ","
+                           // Up: a live node, or no evidence against it (no node
+                           // yet, or the last one released, and no stockout since).
+                           " coalesce(av.up_now, false) OR (so.at IS NULL AND"
+                           "   coalesce(av.last_released, true)),"
+                           " extract(epoch from now() - CASE WHEN av.up_now THEN"
+                           " av.spell_start WHEN so.at IS NOT NULL AND"
+                           " coalesce(av.last_released, true) THEN so.at"
+                           " WHEN so.at IS NULL AND coalesce(av.last_released, true)"
+                           " THEN now() ELSE av.last_end END),"
+                           " NOT coalesce(av.up_now, false) AND so.at IS NULL AND"
+                           " coalesce(av.last_released, true)"
+                           " FROM pools p LEFT JOIN ("
+                           "   SELECT pool_id, count(notice_at) AS notices,"
+                           "   sum(extract(epoch from (coalesce(last_heartbeat_at,"
+                           "   registered_at) - registered_at))) / 3600.0 AS node_hours,"
+                           // Node shapes: the biggest node the pool ever had
+                           // (removed ones excepted), and the GPUs live now.
+                           "   max(gpus) FILTER (WHERE state <> 'gone') AS largest,"
+                           "   sum(gpus) FILTER (WHERE state = 'live'"
+                           "     AND lease_expires_at > now()) AS live_gpus"
+                           "   FROM nodes GROUP BY pool_id) o ON o.pool_id = p.id"
+                           // Outages: gaps in the union of a spot pool's node lives,
+                           // a node registering after every earlier one had gone.
+                           " LEFT JOIN (SELECT pool_id, count(*) AS outages,"
+                           "   sum(gap) / 3600.0 AS outage_hours FROM ("
+                           "     SELECT n.pool_id, extract(epoch from n.registered_at -"
+                           "     max(coalesce(n.last_heartbeat_at, n.registered_at)) OVER ("
+                           "       PARTITION BY n.pool_id ORDER BY n.registered_at, n.id"
+                           "       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS gap"
+                           "     FROM nodes n JOIN pools sp ON sp.id = n.pool_id"
+                           "     WHERE sp.capacity_kind = 'spot') g"
+                           "   WHERE gap > 0 GROUP BY pool_id) u ON u.pool_id = p.id"
+                           " LEFT JOIN pool_availability pa ON pa.pool_id = p.id"
+                           // Availability now (decision 0023), as the refit derives
+                           // spells: up while a life reaches now; an up spell began
+                           // at the last life that started after all earlier ones
+                           // had ended, a down spell at the last life's end.
+                           // The released flag is the last-ending life's (false
+                           // first: a tie is released only if all its lives were).
+                           " LEFT JOIN (SELECT pool_id, bool_or(ongoing) AS up_now,"
+                           "   max(life_end) AS last_end,"
+                           "   (array_agg(released ORDER BY life_end DESC, released))[1]"
+                           "     AS last_released,"
+                           "   max(registered_at) FILTER (WHERE starts_spell) AS spell_start"
+                           "   FROM (SELECT n.pool_id, n.registered_at, " FRUGAL_LIFE_END(
+                               "n") "     AS life_end, " FRUGAL_LIFE_RELEASED("n") " AS released,"
+                                                                                   "     "
+                                                                                   "n.notice_at IS "
+                                                                                   "NULL AND "
+                                                                                   "n.state IN "
+                                                                                   "('live',"
+                                                                                   "     "
+                                                                                   "'draining') "
+                                                                                   "AND "
+                                                                                   "n.lease_"
+                                                                                   "expires_at > "
+                                                                                   "now() AS "
+                                                                                   "ongoing,"
+                                                                                   "     "
+                                                                                   "coalesce(n."
+                                                                                   "registered_at "
+                                                                                   "> "
+                                                                                   "max"
+                                                                                   "(" FRUGAL_LIFE_END(
+                                                                                       "n") ") "
+                                                                                            "OVER ("
+                                                                                            "      "
+                                                                                            " PARTI"
+                                                                                            "TION "
+                                                                                            "BY "
+                                                                                            "n."
+                                                                                            "pool_"
+                                                                                            "id "
+                                                                                            "ORDER "
+                                                                                            "BY "
+                                                                                            "n."
+                                                                                            "regist"
+                                                                                            "ered_"
+                                                                                            "at, "
+                                                                                            "n.id"
+                                                                                            "      "
+                                                                                            " ROWS "
+                                                                                            "BETWEE"
+                                                                                            "N "
+                                                                                            "UNBOUN"
+                                                                                            "DED "
+                                                                                            "PRECED"
+                                                                                            "ING "
+                                                                                            "AND 1 "
+                                                                                            "PRECED"
+                                                                                            "ING), "
+                                                                                            "true)"
+                                                                                            "      "
+                                                                                            " AS "
+                                                                                            "starts"
+                                                                                            "_spell"
+                                                                                            "     "
+                                                                                            "FROM "
+                                                                                            "nodes "
+                                                                                            "n "
+                                                                                            "JOIN "
+                                                                                            "pools "
+                                                                                            "sp ON "
+                                                                                            "sp.id "
+                                                                                            "= "
+                                                                                            "n."
+                                                                                            "pool_"
+                                                                                            "id"
+                                                                                            "     "
+                                                                                            "WHERE "
+                                                                                            "sp."
+                                                                                            "capaci"
+                                                                                            "ty_"
+                                                                                            "kind "
+                                                                                            "= "
+                                                                                            "'spot'"
+                                                                                            ") l"
+                                                                                            "   "
+                                                                                            "GROUP "
+                                                                                            "BY "
+                                                                                            "pool_"
+                                                                                            "id) "
+                                                                                            "av ON "
+                                                                                            "av."
+                                                                                            "pool_"
+                                                                                            "id = "
+                                                                                            "p.id"
+                                                                                            // The
+                                                                                            // first
+                                                                                            // stockout
+                                                                                            // since
+                                                                                            // the
+                                                                                            // last
+                                                                                            // life
+                                                                                            // ended.
+                                                                                            " LEFT "
+                                                                                            "JOIN "
+                                                                                            "LATERA"
+                                                                                            "L "
+                                                                                            "(SELEC"
+                                                                                            "T "
+                                                                                            "min(i."
+                                                                                            "ended_"
+                                                                                            "at) "
+                                                                                            "AS at "
+                                                                                            "FROM"
+                                                                                            "   "
+                                                                                            "instan"
+                                                                                            "ces i "
+                                                                                            "WHERE "
+                                                                                            "p."
+                                                                                            "capaci"
+                                                                                            "ty_"
+                                                                                            "kind "
+                                                                                            "= "
+                                                                                            "'spot'"
+                                                                                            " AND"
+                                                                                            "   "
+                                                                                            "i."
+                                                                                            "pool_"
+                                                                                            "id = "
+                                                                                            "p.id "
+                                                                                            "AND "
+                                                                                            "i."
+                                                                                            "reason"
+                                                                                            " = "
+                                                                                            "'stock"
+                                                                                            "out' "
+                                                                                            "AND"
+                                                                                            "   "
+                                                                                            "i."
+                                                                                            "ended_"
+                                                                                            "at > "
+                                                                                            "coales"
+                                                                                            "ce(av."
+                                                                                            "last_"
+                                                                                            "end, "
+                                                                                            "'-"
+                                                                                            "infini"
+                                                                                            "ty')) "
+                                                                                            "so ON "
+                                                                                            "true"
+                                                                                            " ORDER"
+                                                                                            " BY "
+                                                                                            "p.id",
+       {}},
+      // Gangs' models (decision 0032), for the spot pools that have them.
+      {"load_gang_availability",
+       "SELECT g.pool_id, g.nodes, g.fitted_model,"
+       " " FRUGAL_US("g.fitted_at") " FROM pool_gang_availability g"
+                                    " JOIN pools p ON p.id = g.pool_id"
+                                    " WHERE p.capacity_kind = 'spot'",
+       {}}};
+}
+
+std::vector<model::Pool> ParsePools(const PgResult& pl, const PgResult& g,
+                                    AvailabilityCache* cache) {
   std::vector<model::Pool> out;
   for (int i = 0; i < pl.rows(); ++i) {
     model::Pool pool;
@@ -504,12 +691,6 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
     }
     out.push_back(std::move(pool));
   }
-  // Gangs' models (decision 0032), for the spot pools that have them.
-  ASSIGN_OR_RETURN(auto g, c.Exec("load_gang_availability",
-                                  "SELECT g.pool_id, g.nodes, g.fitted_model,"
-                                  " " FRUGAL_US("g.fitted_at") " FROM pool_gang_availability g"
-                                  " JOIN pools p ON p.id = g.pool_id"
-                                  " WHERE p.capacity_kind = 'spot'"));
   for (int i = 0; i < g.rows(); ++i) {
     const model::PoolId id = g.Int(i, 0);
     const int nodes = static_cast<int>(g.Int(i, 1));
@@ -525,6 +706,11 @@ StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache
     if (m) it->gang_availability[nodes] = std::move(m);
   }
   return out;
+}
+
+StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache) {
+  ASSIGN_OR_RETURN(auto r, c.ExecPipeline(PoolsStatements()));
+  return ParsePools(r[0], r[1], cache);
 }
 
 std::shared_ptr<const model::AvailabilityModel> AvailabilityCache::Get(

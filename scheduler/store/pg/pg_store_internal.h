@@ -44,8 +44,19 @@ std::string ToTimeParam(Timestamp t);
 // without its cost. By id, not "every unbilled attempt" (decision 0035): that read's cached
 // plan scanned every job once the queue grew, and every heartbeat ran it.
 StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attempts);
-// Every team's quota, by pool id, for the snapshot.
+// How a transaction begins whose statements use generic plans (decision 0049): for
+// statements that find their rows by key, where a custom plan for each call cost more to
+// make than to run.
+inline constexpr const char* kGenericPlansBegin =
+    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+// BillAttempts' statement (attempts not empty), for a pipeline; it answers with one row,
+// the number of attempts billed.
+PgStatement BillStatement(const std::vector<model::AttemptId>& attempts);
+// Every team's quota, by pool id, for the snapshot; as a statement and its parser for a
+// pipeline (PgConn::ExecPipeline).
 StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);
+PgStatement QuotasStatement();
+std::map<model::TeamId, model::TeamQuota> ParseQuotas(const PgResult& r);
 // Every team's budget in the current period (spent and committed), for the snapshot.
 StatusOr<std::map<model::TeamId, model::TeamBudget>> LoadBudgets(PgConn& c);
 // Columns of a job row (joined with teams t and users u), and its parser.
@@ -69,6 +80,11 @@ model::Job ParseJob(const PgResult& r, int row, int first = 0);
 // the fitted availability chain and where the pool stands now). `cache`: where parsed
 // fitted models are kept between calls; null parses each one.
 StatusOr<std::vector<model::Pool>> LoadPools(PgConn& c, AvailabilityCache* cache = nullptr);
+// LoadPools' two reads (the pools, the spot pools' gang models), for a pipeline, and their
+// parser.
+std::vector<PgStatement> PoolsStatements();
+std::vector<model::Pool> ParsePools(const PgResult& pools, const PgResult& gangs,
+                                    AvailabilityCache* cache);
 // An attempt's cost and lost work (attempts a joined with its pool p), shared by the
 // timeline, the jobs list's summaries and the array summary so the two can never disagree. Running (and not
 // yet billed) attempts are priced up to now, as the cost report does.

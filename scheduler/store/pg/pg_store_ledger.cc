@@ -57,18 +57,9 @@ const std::string kBill =
     "   FROM entries RETURNING 1)"
     " SELECT count(*) FROM todo";
 
-StatusOr<int> Bill(PgConn& c, const char* name, const std::string& which,
-                   const std::vector<PgParam>& params) {
-  std::string sql = kBill;
-  sql.replace(sql.find("{WHICH}"), 7, which);
-  ASSIGN_OR_RETURN(auto r, c.Exec(name, sql, params));
-  return static_cast<int>(r.Int(0, 0));
-}
-
 }  // namespace
 
-StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attempts) {
-  if (attempts.empty()) return 0;
+PgStatement BillStatement(const std::vector<model::AttemptId>& attempts) {
   std::string ids = "{";
   for (std::size_t i = 0; i < attempts.size(); ++i) {
     ids += (i ? "," : "") + std::to_string(attempts[i]);
@@ -76,10 +67,20 @@ StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attem
   ids += "}";
   // Each attempt and its gang's other parts, found through the primary key and the
   // (job, number) key whatever the statistics say.
-  return Bill(c, "bill_attempts",
-              "a.id IN (SELECT g.id FROM attempts x JOIN attempts g ON g.job_id = x.job_id"
-              " AND g.number = x.number WHERE x.id = ANY ($1::bigint[]))",
-              {ids});
+  static const std::string sql = [] {
+    std::string bill = kBill;
+    bill.replace(bill.find("{WHICH}"), 7,
+                 "a.id IN (SELECT g.id FROM attempts x JOIN attempts g ON g.job_id = x.job_id"
+                 " AND g.number = x.number WHERE x.id = ANY ($1::bigint[]))");
+    return bill;
+  }();
+  return {"bill_attempts", sql, {ids}};
+}
+
+StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attempts) {
+  if (attempts.empty()) return 0;
+  ASSIGN_OR_RETURN(auto r, c.Exec(BillStatement(attempts)));
+  return static_cast<int>(r.Int(0, 0));
 }
 
 }  // namespace pg

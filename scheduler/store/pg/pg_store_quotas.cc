@@ -9,10 +9,14 @@ namespace frugal::store {
 
 namespace pg {
 
-StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c) {
-  ASSIGN_OR_RETURN(auto r, c.Exec("load_quotas",
-                                  "SELECT team_id, capacity_kind, pool_id, max_gpus"
-                                  " FROM team_quotas ORDER BY id"));
+PgStatement QuotasStatement() {
+  return {"load_quotas",
+          "SELECT team_id, capacity_kind, pool_id, max_gpus FROM team_quotas"
+          " ORDER BY id",
+          {}};
+}
+
+std::map<model::TeamId, model::TeamQuota> ParseQuotas(const PgResult& r) {
   std::map<model::TeamId, model::TeamQuota> out;
   for (int i = 0; i < r.rows(); ++i) {
     model::TeamQuota& q = out[r.Int(i, 0)];
@@ -21,6 +25,11 @@ StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c) {
     if (!r.IsNull(i, 2)) q.by_pool[r.Int(i, 2)] = max;
   }
   return out;
+}
+
+StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c) {
+  ASSIGN_OR_RETURN(auto r, c.Exec(QuotasStatement()));
+  return ParseQuotas(r);
 }
 
 }  // namespace pg

@@ -353,24 +353,25 @@ StatusOr<std::string> FinishInTx(PgConn& c, model::AttemptId attempt, std::int64
 
 // The stop orders of `node_id`'s active attempts, and a stale order for each id of
 // `running` (a jsonb array) that is not an active attempt of that node.
-StatusOr<std::vector<StopOrder>> ReadStops(PgConn& c, const std::string& node_id,
-                                           const std::string& running) {
+PgStatement StopsStatement(const std::string& node_id, const std::string& running) {
+  return {"heartbeat_stops",
+          "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
+          " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
+          " a.node_id = $1 AND a.ended_at IS NULL)"
+          " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
+          " 'cancelled' ELSE coalesce(a.stop_reason, 'preempted') END, a.fence"
+          " FROM attempts a JOIN jobs j ON"
+          " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
+          " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL"
+          // A gang whose part ended badly cannot go on: its other parts stop
+          // and end preempted, and the gang moves as its worst part ended.
+          " OR (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") "))",
+          {node_id, running}};
+}
+
+// The stop orders StopsStatement read.
+StatusOr<std::vector<StopOrder>> ParseStops(const PgResult& s) {
   std::vector<StopOrder> stops;
-  ASSIGN_OR_RETURN(
-      auto s,
-      c.Exec("heartbeat_stops",
-             "SELECT x.id, 'stale', '' FROM (SELECT jsonb_array_elements_text($2::jsonb)::bigint"
-             " AS id) x WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = x.id AND"
-             " a.node_id = $1 AND a.ended_at IS NULL)"
-             " UNION ALL SELECT a.id, CASE WHEN j.cancel_requested_at IS NOT NULL THEN"
-             " 'cancelled' ELSE coalesce(a.stop_reason, 'preempted') END, a.fence"
-             " FROM attempts a JOIN jobs j ON"
-             " j.id = a.job_id WHERE a.node_id = $1 AND a.ended_at IS NULL AND"
-             " (j.cancel_requested_at IS NOT NULL OR a.stop_reason IS NOT NULL"
-             // A gang whose part ended badly cannot go on: its other parts stop
-             // and end preempted, and the gang moves as its worst part ended.
-             " OR (a.gang_size > 1 AND " FRUGAL_GANG_BROKEN("a") "))",
-             {node_id, running}));
   for (int i = 0; i < s.rows(); ++i) {
     ASSIGN_OR_RETURN(auto reason, protocol::ParseStopReason(s.Text(i, 1)));
     stops.push_back({s.Int(i, 0), reason, s.Text(i, 2)});
@@ -379,11 +380,8 @@ StatusOr<std::vector<StopOrder>> ReadStops(PgConn& c, const std::string& node_id
 }
 
 // `node_id`'s attempts of `epoch` not yet delivered (acknowledged), as start orders.
-StatusOr<std::vector<AttemptOrder>> ReadAssignments(PgConn& c, const std::string& node_id,
-                                                    std::int64_t epoch) {
-  std::vector<AttemptOrder> orders;
-  ASSIGN_OR_RETURN(
-      auto a, c.Exec("heartbeat_assignments",
+PgStatement AssignmentsStatement(const std::string& node_id, std::int64_t epoch) {
+  return {"heartbeat_assignments",
                      std::string("SELECT a.id, a.number, a.gpus, a.fence, ") + pg::kJobColumns +
                          ", (SELECT uri FROM checkpoints k WHERE k.job_id = j.id ORDER BY step"
                          " DESC LIMIT 1), (SELECT max(step) FROM checkpoints k WHERE"
@@ -402,7 +400,12 @@ StatusOr<std::vector<AttemptOrder>> ReadAssignments(PgConn& c, const std::string
                          " AND a.stop_reason IS NULL AND j.cancel_requested_at IS NULL"
                          " AND (a.gang_size = 1 OR NOT " FRUGAL_GANG_BROKEN("a") ")"
                          " ORDER BY a.id",
-                     {node_id, std::to_string(epoch)}));
+                     {node_id, std::to_string(epoch)}};
+}
+
+// The start orders AssignmentsStatement read.
+std::vector<AttemptOrder> ParseAssignments(const PgResult& a) {
+  std::vector<AttemptOrder> orders;
   constexpr int kFirstJobColumn = 4;
   for (int i = 0; i < a.rows(); ++i) {
     // Job columns start after the attempt's; the two checkpoint columns follow them.
@@ -586,38 +589,47 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
                         .status());
     // Guardrail samples (migration 0012): peak memory, and idle_since in database time,
     // reset by any busy or unknown reading.
-    RETURN_IF_ERROR(c.Exec("heartbeat_usage",
-                           "UPDATE attempts a SET peak_gpu_mem_mb = greatest(a.peak_gpu_mem_mb,"
-                           " u.mem), idle_since = CASE WHEN u.util IS NOT NULL AND u.util <"
-                           " (SELECT idle_threshold_percent FROM guardrail_settings) THEN"
-                           " coalesce(a.idle_since, now()) END FROM (SELECT (e->>'attempt_id')"
-                           "::bigint AS id, (e->>'utilization')::int AS util,"
-                           " (e->>'memory_used_mb')::int AS mem FROM jsonb_array_elements("
-                           "$2::jsonb) e) u WHERE a.id = u.id AND a.node_id = $1 AND"
-                           " a.ended_at IS NULL",
-                           {node_id, req.usage_json})
-                        .status());
-    ASSIGN_OR_RETURN(reply.stops, ReadStops(c, node_id, running.dump()));
-    ASSIGN_OR_RETURN(reply.assignments, ReadAssignments(c, node_id, req.lease_epoch));
+    // The samples and the orders in one round trip, in this order.
+    ASSIGN_OR_RETURN(
+        auto r,
+        c.ExecPipeline({{"heartbeat_usage",
+                         "UPDATE attempts a SET peak_gpu_mem_mb = greatest(a.peak_gpu_mem_mb,"
+                         " u.mem), idle_since = CASE WHEN u.util IS NOT NULL AND u.util <"
+                         " (SELECT idle_threshold_percent FROM guardrail_settings) THEN"
+                         " coalesce(a.idle_since, now()) END FROM (SELECT (e->>'attempt_id')"
+                         "::bigint AS id, (e->>'utilization')::int AS util,"
+                         " (e->>'memory_used_mb')::int AS mem FROM jsonb_array_elements("
+                         "$2::jsonb) e) u WHERE a.id = u.id AND a.node_id = $1 AND"
+                         " a.ended_at IS NULL",
+                         {node_id, req.usage_json}},
+                        StopsStatement(node_id, running.dump()),
+                        AssignmentsStatement(node_id, req.lease_epoch)}));
+    ASSIGN_OR_RETURN(reply.stops, ParseStops(r[1]));
+    reply.assignments = ParseAssignments(r[2]);
     return reply;
   });
 }
 
 StatusOr<PendingOrders> PgStore::ReadOrders(model::NodeId node) {
-  return InTransaction<PendingOrders>(pool_, [&](PgConn& c) -> StatusOr<PendingOrders> {
-    // One view for both reads; nothing is written.
-    RETURN_IF_ERROR(
-        c.ExecScript("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY").status());
+  // One view for the reads; nothing is written. Generic plans: each read goes by the node's
+  // key (decision 0049).
+  constexpr const char* kBegin =
+      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+      " SET LOCAL plan_cache_mode = force_generic_plan";
+  return InTransaction<PendingOrders>(pool_, kBegin, [&](PgConn& c) -> StatusOr<PendingOrders> {
     PendingOrders out;
-    ASSIGN_OR_RETURN(auto n, c.Exec("orders_epoch",
-                                    "SELECT lease_epoch FROM nodes WHERE id = $1 AND state IN"
-                                    " ('live', 'draining') AND lease_expires_at > now()",
-                                    {std::to_string(node)}));
-    if (n.rows() == 0) return out;
-    out.lease_epoch = n.Int(0, 0);
     const std::string node_id = std::to_string(node);
-    ASSIGN_OR_RETURN(out.stops, ReadStops(c, node_id, "[]"));
-    ASSIGN_OR_RETURN(out.assignments, ReadAssignments(c, node_id, out.lease_epoch));
+    ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"orders_epoch",
+                                              "SELECT lease_epoch FROM nodes WHERE id = $1 AND"
+                                              " state IN ('live', 'draining') AND"
+                                              " lease_expires_at > now()",
+                                              {node_id}},
+                                             StopsStatement(node_id, "[]")}));
+    if (r[0].rows() == 0) return out;
+    out.lease_epoch = r[0].Int(0, 0);
+    ASSIGN_OR_RETURN(out.stops, ParseStops(r[1]));
+    ASSIGN_OR_RETURN(auto a, c.Exec(AssignmentsStatement(node_id, out.lease_epoch)));
+    out.assignments = ParseAssignments(a);
     return out;
   });
 }
@@ -677,7 +689,9 @@ StatusOr<model::Job> PgStore::FinishAttempt(model::AttemptId attempt, std::int64
 StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
     const std::vector<FinishReport>& reports, std::int64_t log_cap_bytes, const AttemptAuth& node) {
   using Results = std::vector<FinishResult>;
-  return InTransaction<Results>(pool_, [&](PgConn& c) -> StatusOr<Results> {
+  // Generic plans (decision 0049): each statement here finds its rows by key whatever the
+  // batch, and a custom plan for each batch cost more to make than to run.
+  return InTransaction<Results>(pool_, pg::kGenericPlansBegin, [&](PgConn& c) -> StatusOr<Results> {
     Results out(reports.size());
     std::string ids;    // a bigint[] literal of the finished jobs
     std::string gangs;  // gangs whose part ended, settled after the loop
@@ -717,11 +731,17 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
       if (!gang.empty()) gangs += (gangs.empty() ? "" : ",") + gang;
     }
     RETURN_IF_ERROR(SettleJobs(c, gangs));
-    RETURN_IF_ERROR(pg::BillAttempts(c, ended).status());
-    if (ids.empty()) return out;
-    ASSIGN_OR_RETURN(auto states, c.Exec("finish_batch_states",
-                                         "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",
-                                         {"{" + ids + "}"}));
+    if (ids.empty()) {
+      RETURN_IF_ERROR(pg::BillAttempts(c, ended).status());
+      return out;
+    }
+    // The bill and the jobs' states in one round trip: `ids` is not empty, nor is `ended`.
+    ASSIGN_OR_RETURN(auto billed,
+                     c.ExecPipeline({pg::BillStatement(ended),
+                                     {"finish_batch_states",
+                                      "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",
+                                      {"{" + ids + "}"}}}));
+    const PgResult& states = billed[1];
     std::map<std::int64_t, model::JobState> by_id;
     for (int k = 0; k < states.rows(); ++k) {
       auto state = model::ParseJobState(states.Text(k, 1));

@@ -1,0 +1,104 @@
+// PgConn's pipeline and InTransaction's begin script, on a real PostgreSQL.
+#include "scheduler/store/pg/pg_conn.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/test_postgres.h"
+
+namespace frugal::store {
+namespace {
+
+std::unique_ptr<PgConn> Connect() {
+  auto c = PgConn::Connect(testing::TestPostgres::Get().NewEmptyDatabase());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+TEST(PgConnTest, PipelineRunsStatementsInOrderAndPreparesEachOnce) {
+  auto c = Connect();
+  ASSERT_TRUE(c->ExecScript("CREATE TABLE t (v int)").ok());
+  const std::vector<PgStatement> statements = {
+      {"insert_v", "INSERT INTO t VALUES ($1::int)", {"1"}},
+      {"insert_v", "INSERT INTO t VALUES ($1::int)", {"2"}},
+      {"sum_v", "SELECT sum(v), count(*) FROM t", {}},
+      {"echo", "SELECT $1::text, $2::text IS NULL", {"x", std::nullopt}}};
+  for (int round = 1; round <= 2; ++round) {
+    auto r = c->ExecPipeline(statements);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->size(), 4u);
+    // The second statement saw the first's row: they ran in order.
+    EXPECT_EQ((*r)[2].Int(0, 0), 3 * round);
+    EXPECT_EQ((*r)[2].Int(0, 1), 2 * round);
+    EXPECT_EQ((*r)[3].Text(0, 0), "x");
+    EXPECT_TRUE((*r)[3].Bool(0, 1));
+  }
+  // Prepared once each, the first time: the second round found them prepared.
+  auto prepared = c->ExecScript("SELECT count(*) FROM pg_prepared_statements");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->Int(0, 0), 3);
+  EXPECT_TRUE(c->reusable());
+}
+
+TEST(PgConnTest, APipelineFailsAtItsFirstFailureAndLeavesTheConnectionUsable) {
+  auto c = Connect();
+  ASSERT_TRUE(c->ExecScript("CREATE TABLE t (v int CHECK (v > 0))").ok());
+  ASSERT_TRUE(c->ExecScript("BEGIN").ok());
+  auto r = c->ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"1"}},
+                            {"insert_v", "INSERT INTO t VALUES ($1::int)", {"-1"}},
+                            {"divide", "SELECT 1 / 0", {}}});
+  // The check's violation, not the division the server skipped after it.
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("insert_v"), std::string::npos) << r.status().ToString();
+  EXPECT_TRUE(c->healthy());
+  ASSERT_TRUE(c->ExecScript("ROLLBACK").ok());
+  // Out of pipeline mode, in step with the server: a plain statement answers as before.
+  auto count = c->Exec("count_t", "SELECT count(*) FROM t");
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  EXPECT_EQ(count->Int(0, 0), 0);
+  // A statement that cannot be prepared fails the pipeline with its own name, and stays
+  // unprepared; the valid one beside it was prepared and runs.
+  auto bad =
+      c->ExecPipeline({{"good", "SELECT 7", {}}, {"bad", "SELEC 1", {}}, {"good", "SELECT 7", {}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bad"), std::string::npos) << bad.status().ToString();
+  auto again = c->ExecPipeline({{"good", "SELECT 7", {}}, {"bad", "SELECT 8", {}}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)[0].Int(0, 0), 7);
+  EXPECT_EQ((*again)[1].Int(0, 0), 8);
+  EXPECT_TRUE(c->reusable());
+}
+
+TEST(PgConnTest, APipelineRefusesNulLikeExec) {
+  auto c = Connect();
+  auto r = c->ExecPipeline({{"echo", "SELECT $1::text", {std::string("a\0b", 3)}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(c->reusable());
+}
+
+TEST(PgConnTest, InTransactionBeginsWithItsScript) {
+  PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
+  auto r = InTransaction<std::string>(
+      pool,
+      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL plan_cache_mode = "
+      "force_generic_plan",
+      [](PgConn& c) -> StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto p, c.ExecPipeline({{"iso", "SHOW transaction_isolation", {}},
+                                                 {"ro", "SHOW transaction_read_only", {}},
+                                                 {"mode", "SHOW plan_cache_mode", {}}}));
+        return p[0].Text(0, 0) + "," + p[1].Text(0, 0) + "," + p[2].Text(0, 0);
+      });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "repeatable read,on,force_generic_plan");
+  // SET LOCAL ended with the transaction.
+  auto after = InTransaction<std::string>(pool, [](PgConn& c) -> StatusOr<std::string> {
+    ASSIGN_OR_RETURN(auto m, c.Exec("mode", "SHOW plan_cache_mode"));
+    return m.Text(0, 0);
+  });
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(*after, "auto");
+}
+
+}  // namespace
+}  // namespace frugal::store
