@@ -1,9 +1,9 @@
 #include "worker/job_identity.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
@@ -13,7 +13,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace frugal::worker {
@@ -38,21 +37,6 @@ StatusOr<std::pair<uid_t, uid_t>> ParseRange(const std::string& text) {
                            "job_uids");
   }
   return std::make_pair(first, last);
-}
-
-// Runs `fn` in a child that has taken `id`'s credentials; the child's exit code.
-template <typename Fn>
-int AsUser(uid_t uid, gid_t gid, Fn fn) {
-  const pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
-    _exit(fn());
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace
@@ -179,41 +163,6 @@ Status JobUsers::CheckReachable(const std::optional<JobIdentity>& id,
   if (rc == 0) return Status::Ok();
   return FailedPrecondition("jobs run as uid " + std::to_string(id->uid) + " cannot reach " +
                             path + "; make every parent directory searchable by others (chmod o+x)");
-}
-
-std::set<uid_t> UidsWithProcesses() {
-  std::set<uid_t> out;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(e.path() / "status");
-    std::string line;
-    while (std::getline(status, line)) {
-      // A zombie holds nothing and cannot be killed; its parent reaps it.
-      if (line.rfind("State:", 0) == 0 && line.find('Z') != std::string::npos) break;
-      if (line.rfind("Uid:", 0) != 0) continue;
-      // Real, effective, saved, filesystem: any of them marks the uid as in use.
-      std::istringstream ids(line.substr(4));
-      uid_t u;
-      while (ids >> u) out.insert(u);
-      break;
-    }
-  }
-  return out;
-}
-
-void KillAllOf(uid_t uid) {
-  // kill(-1) from a process whose real uid is `uid` reaches exactly the processes the kernel
-  // lets that user signal (its own), never the worker or anyone else's. Repeated because a
-  // process may fork while we kill.
-  for (int round = 0; round < 3; ++round) {
-    AsUser(uid, uid, [] {
-      kill(-1, SIGKILL);
-      return 0;
-    });
-    if (!UidsWithProcesses().count(uid)) return;
-  }
 }
 
 }  // namespace frugal::worker

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/uid_sweep.h"
 
 namespace frugal::worker {
 
@@ -83,12 +84,5 @@ class JobUsers {
 
 // Where the per-uid lock files live (root only; a tmpfs, so a reboot clears them).
 inline constexpr const char* kUidLockDir = "/run/frugal-worker/uids";
-
-// Uids that have at least one process right now (from /proc).
-std::set<uid_t> UidsWithProcesses();
-
-// Kills (SIGKILL) every process whose real uid is `uid`, from a child that takes that uid,
-// so the kernel's own permission rules bound what it can reach. Needs root.
-void KillAllOf(uid_t uid);
 
 }  // namespace frugal::worker

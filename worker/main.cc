@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   auto job_users = frugal::worker::JobUsers::Create(cfg.job_user, cfg.job_uids.value_or(""));
   if (!job_users.ok()) return Fail(job_users.status(), 2);
   // Nothing of this process is readable through /proc by a job of the same user (its
-  // environment holds the join token); the keeper each job runs under inherits this.
+  // environment holds the join token). Jobs start under frugal-keeper, which holds none.
   prctl(PR_SET_DUMPABLE, 0);
   for (const std::string& dir : {cfg.work_dir, cfg.checkpoint_root}) {
     std::error_code ec;
@@ -178,6 +178,11 @@ int main(int argc, char** argv) {
   frugal::worker::NoopProcessRunner noop_runner([&waker] { waker.Notify(); });
   frugal::worker::ProcessRunner& runner =
       noop ? static_cast<frugal::worker::ProcessRunner&>(noop_runner) : posix_runner;
+  if (!noop && access(posix_runner.keeper().c_str(), X_OK) != 0) {
+    return Fail(frugal::FailedPrecondition("frugal-keeper is not at " + posix_runner.keeper() +
+                                           ": install it beside frugal-worker"),
+                2);
+  }
   if (noop) {
     spdlog::warn(R"("event":"noop_mode","why":"--noop: jobs assigned here are reported succeeded without running")");
   }

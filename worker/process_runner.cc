@@ -6,11 +6,10 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 extern char** environ;
@@ -104,125 +103,59 @@ std::string PathOf(const std::vector<std::string>& env) {
   return "/usr/local/bin:/usr/bin:/bin";
 }
 
-// Async-signal-safe: a message to the job's output from a forked child.
-void Say(int fd, const char* a, const char* b) {
-  (void)!write(fd, a, strlen(a));
-  (void)!write(fd, b, strlen(b));
-  (void)!write(fd, "\n", 1);
-}
-
-volatile sig_atomic_t g_parent_died = 0;
-void OnParentDied(int) { g_parent_died = 1; }
-
-// The job itself, in the keeper's child: signals as a shell leaves them, its files, its
-// credentials, then the program. Never returns.
-[[noreturn]] void ExecJob(const SpawnSpec& spec, int out_fd, const std::string& program,
-                          char* const* argv, char* const* envp) {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
-  prctl(PR_SET_PDEATHSIG, 0);
-  const int in_fd = open("/dev/null", O_RDONLY);
-  if (in_fd < 0 || dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0) _exit(126);
-  if (spec.identity) {
-    const gid_t gid = spec.identity->gid;
-    if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(spec.identity->uid) != 0) {
-      Say(2, "[frugal-worker] cannot take the job's user: ", strerror(errno));
-      _exit(126);
-    }
-  }
-  if (chdir(spec.cwd.c_str()) != 0) {
-    Say(2, "[frugal-worker] cannot enter the working directory: ", strerror(errno));
-    _exit(126);
-  }
-  execve(program.c_str(), argv, envp);
-  Say(2, "[frugal-worker] cannot start the command: ", strerror(errno));
-  _exit(errno == ENOENT ? 127 : 126);
-}
-
-// Kills what the job left: with an own uid every process of it (setsid escapees too), then
-// the keeper's group, the keeper included.
-[[noreturn]] void KillJobAndDie(const SpawnSpec& spec) {
-  if (spec.identity && spec.identity->own_uid) KillAllOf(spec.identity->uid);
-  kill(0, SIGKILL);
-  _exit(137);
-}
-
-// The keeper: see SpawnSpec::keeper. Exits as the job did, so the caller reads the job's
-// exit code or signal from the keeper's status.
-[[noreturn]] void RunKeeper(const SpawnSpec& spec, pid_t worker, int out_fd,
-                            const std::string& program, char* const* argv, char* const* envp) {
-  setpgid(0, 0);
-  signal(SIGCHLD, SIG_DFL);  // the worker's handler wakes the worker, not the keeper
-  struct sigaction sa {};
-  sa.sa_handler = OnParentDied;  // no SA_RESTART: the wait below returns EINTR
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR2, &sa, nullptr);
-  // The worker stops a job by signalling its group; the keeper outlasts SIGTERM and the
-  // like to report how the job ended (SIGKILL still ends it).
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGPIPE}) signal(sig, SIG_IGN);
-  prctl(PR_SET_PDEATHSIG, SIGUSR2);
-  if (getppid() != worker) KillJobAndDie(spec);  // the worker died before the request
-  // Orphans of the job become the keeper's children, so it reaps them, not init.
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);  // the keeper re-raises the job's signal below
-  const pid_t job = fork();
-  if (job < 0) _exit(126);
-  if (job == 0) ExecJob(spec, out_fd, program, argv, envp);
-  close(out_fd);
-  for (;;) {
-    if (g_parent_died) KillJobAndDie(spec);
-    int status = 0;
-    const pid_t done = waitpid(-1, &status, 0);
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) _exit(126);  // no children left without the job's status: cannot happen
-    if (done != job) continue;  // a reparented orphan
-    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-    const int sig = WTERMSIG(status);
-    signal(sig, SIG_DFL);
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, sig);
-    sigprocmask(SIG_UNBLOCK, &only, nullptr);
-    kill(getpid(), sig);
-    _exit(128 + sig);  // a signal that does not end a process by default
-  }
-}
-
-StatusOr<pid_t> StartKept(const SpawnSpec& spec) {
+// Starts the job under frugal-keeper (keeper_main.cc has its contract): spawned, not
+// forked, so the worker's memory is never copied for a job.
+StatusOr<pid_t> StartKept(const SpawnSpec& spec, const std::string& keeper) {
   const std::string program = ResolveProgram(spec.argv[0], PathOf(spec.env));
   if (program.empty()) return NotFound("cannot start '" + spec.argv[0] + "': not found in PATH");
-  // Everything the children need is built before fork: they only make system calls.
-  auto argv = CStrings(spec.argv);
+  const bool switches = spec.identity.has_value();
+  std::vector<std::string> args = {keeper,
+                                   std::to_string(getpid()),
+                                   switches ? std::to_string(spec.identity->uid) : "-",
+                                   switches ? std::to_string(spec.identity->gid) : "-",
+                                   switches && spec.identity->own_uid ? "1" : "0",
+                                   spec.cwd,
+                                   program};
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, spec.output_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Only the three: nothing else the worker holds open reaches a job.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);  // the keeper leads the job's group
+  DefaultSignals(attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  auto argv = CStrings(args);
   auto envp = CStrings(spec.env);
-  const int out_fd = open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (out_fd < 0) return Internal("cannot open " + spec.output_path + ": " + strerror(errno));
-  // The job's copy must survive exec; the worker's closes below.
-  const int job_fd = fcntl(out_fd, F_DUPFD, 3);
-  close(out_fd);
-  if (job_fd < 0) return Internal(std::string("cannot duplicate the output: ") + strerror(errno));
-  const pid_t worker = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(job_fd);
-    return Internal(std::string("cannot fork: ") + strerror(errno));
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, keeper.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc == ENOENT || rc == EACCES) {
+    return FailedPrecondition("cannot start " + keeper + " (" + strerror(rc) +
+                              "): frugal-keeper must be installed beside frugal-worker");
   }
-  if (pid == 0) RunKeeper(spec, worker, job_fd, program, argv.data(), envp.data());
-  close(job_fd);
-  // Also here, so a signal sent to the group right away cannot miss it.
-  setpgid(pid, pid);
+  if (rc != 0) return SpawnError(rc, keeper);
   return pid;
 }
 
 }  // namespace
 
+std::string KeeperBeside() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (ec ? std::filesystem::path(".") : self.parent_path()) / "frugal-keeper";
+}
+
 StatusOr<pid_t> PosixProcessRunner::Start(const SpawnSpec& spec) {
   if (spec.argv.empty()) return InvalidArgument("empty command", "command");
-  if (spec.keeper || spec.identity) return StartKept(spec);
+  if (spec.keeper || spec.identity) return StartKept(spec, keeper_);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());

@@ -29,11 +29,11 @@ struct SpawnSpec {
   std::string output_path;        // stdout and stderr, appended (created if missing)
   // Jobs only. The credentials to run with (unset: the worker's own; needs root).
   std::optional<JobIdentity> identity;
-  // Jobs only. Start a keeper first: a forked copy of the caller that leads the new group,
-  // runs the command as its child and exits as the command did. The keeper asks the kernel
-  // for a signal when the caller dies (PR_SET_PDEATHSIG) and then kills the whole group,
-  // and with an own uid every process of that uid, so a job never outlives its worker.
-  // Only for a single-threaded caller (the worker), which the keeper copies.
+  // Jobs only. Start the command under frugal-keeper (keeper_main.cc): it leads the new
+  // group, runs the command as its child and exits as the command did. The keeper asks the
+  // kernel for a signal when the caller dies (PR_SET_PDEATHSIG) and then kills the whole
+  // group, and with an own uid every process of that uid, so a job never outlives its
+  // worker. A kept command gets file descriptors 0-2 only.
   bool keeper = false;
 };
 
@@ -67,11 +67,21 @@ class ProcessRunner {
   virtual bool RunsProcesses() const { return true; }
 };
 
+// Where frugal-keeper is: beside the running program's own binary.
+std::string KeeperBeside();
+
 class PosixProcessRunner final : public ProcessRunner {
  public:
+  // `keeper`: the frugal-keeper binary that kept commands start under. FailedPrecondition
+  // from Start when it is not there.
+  explicit PosixProcessRunner(std::string keeper = KeeperBeside()) : keeper_(std::move(keeper)) {}
+  const std::string& keeper() const { return keeper_; }
   StatusOr<pid_t> Start(const SpawnSpec& spec) override;
   void SignalGroup(pid_t pgid, int signal) override;
   ReapResult Reap(pid_t pid) override;
+
+ private:
+  std::string keeper_;
 };
 
 // `frugal-worker --noop`: runs nothing. Every command "exits" 0 as soon as it is started,

@@ -5,8 +5,8 @@
 # bash word, the value quoted with printf %q: the exec provider's FRUGAL_* variables, the
 # checkpoint root (may be empty) and the interruption notice URL and format (empty: none).
 # To change the script, copy it and set WORKER_STARTUP_TEMPLATE in the pool's env.
-# It assumes the machine image already holds frugal-worker (on PATH or in /usr/local/bin)
-# and the NVIDIA driver. It writes the join token to a root-only file, and a systemd unit
+# It assumes the machine image already holds frugal-worker (on PATH or in /usr/local/bin),
+# frugal-keeper beside it, and the NVIDIA driver. It writes the join token to a root-only file, and a systemd unit
 # that runs the worker as root (Restart=on-failure), so that jobs run under uids of their own
 # (decision 0019). Nothing here prints the token.
 set -euo pipefail
@@ -26,6 +26,8 @@ block_metadata_for_jobs=1
 [[ $node != @*@ ]] || { echo "worker-startup.sh is a template: render it with render-startup" >&2; exit 1; }
 worker=$(command -v frugal-worker || echo /usr/local/bin/frugal-worker)
 [[ -x $worker ]] || { echo "frugal-worker is not in this machine image" >&2; exit 1; }
+[[ -x $(dirname "$worker")/frugal-keeper ]] ||
+  { echo "frugal-keeper is not beside $worker in this machine image" >&2; exit 1; }
 
 if ((block_metadata_for_jobs)) && command -v iptables >/dev/null; then
   rule=(OUTPUT -d 169.254.169.254/32 -m owner ! --uid-owner 0 -j REJECT)

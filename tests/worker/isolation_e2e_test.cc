@@ -3,6 +3,7 @@
 // worker's credentials or another attempt's spool; no worker token may act for another
 // node; a job must never outlive its worker or run twice; a finished result survives an
 // unreachable scheduler. Run as root (as CI does), jobs run under their own uids.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -78,7 +79,7 @@ std::map<std::string, std::set<std::string>> LiveJobProcesses(const std::string&
       if (item.rfind("FRUGAL_CHECKPOINT_SPOOL=" + root, 0) == 0) ours = true;
     }
     if (!ours) continue;
-    // The keeper is a copy of the worker; only the job's own processes carry the job's env.
+    // The job's processes and its keeper (whose environment is the job's) carry these.
     if (!job.empty() && !attempt.empty()) out[job].insert(attempt);
   }
   return out;
@@ -315,6 +316,26 @@ TEST_F(IsolationE2eTest, AProcessAJobLeftInAnotherSessionDiesWhenTheJobEnds) {
   };
   EXPECT_TRUE(WaitFor([&] { return !alive(); }, 10s)) << "pid " << pid << " outlived its job";
   if (alive()) kill(pid, SIGKILL);
+  ExpectInvariants();
+}
+
+// A job inherited every descriptor its worker held without close-on-exec: whatever the
+// worker's launcher left open (here a file the test opens, as a shell or a service manager
+// may) reached other teams' code. A job gets its standard input, output and error only.
+TEST_F(IsolationE2eTest, AJobGetsOnlyItsStandardFilesNotTheWorkersOthers) {
+  const std::string secret = dir_.path() + "/launcher-secret";
+  std::ofstream(secret) << "launcher-secret-contents\n";
+  const int fd = open(secret.c_str(), O_RDONLY);  // inherited by the worker started next
+  ASSERT_GE(fd, 3);
+  auto worker = std::make_unique<WorkerProcess>(Options("node-f"));
+  close(fd);
+  // ls holds one descriptor of its own (the directory it lists) beside 0, 1 and 2.
+  const auto job = Submit("echo \"fds: $(ls /proc/self/fd | wc -l)\"; ls -l /proc/$$/fd");
+  ASSERT_TRUE(WaitFor([&] { return State(job) == "succeeded"; }, 60s))
+      << Job(job).dump(2) << worker->process().Stderr();
+  const std::string logs = Logs(job);
+  EXPECT_NE(logs.find("fds: 4\n"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("launcher-secret"), std::string::npos) << logs;
   ExpectInvariants();
 }
 
