@@ -117,12 +117,15 @@ StatusOr<pid_t> StartKept(const SpawnSpec& spec, const std::string& keeper) {
                                    spec.cwd,
                                    program};
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  // Opened here, so a failure to open it is told apart from a missing keeper.
+  const int out_fd =
+      open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out_fd < 0) return Internal("cannot open " + spec.output_path + ": " + strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, spec.output_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
   // Only the three: nothing else the worker holds open reaches a job.
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
@@ -137,6 +140,7 @@ StatusOr<pid_t> StartKept(const SpawnSpec& spec, const std::string& keeper) {
   const int rc = posix_spawn(&pid, keeper.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
+  close(out_fd);
   if (rc == ENOENT || rc == EACCES) {
     return FailedPrecondition("cannot start " + keeper + " (" + strerror(rc) +
                               "): frugal-keeper must be installed beside frugal-worker");
