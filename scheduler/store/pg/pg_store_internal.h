@@ -49,6 +49,10 @@ StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attem
 // make than to run.
 inline constexpr const char* kGenericPlansBegin =
     "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
+// The same for a transaction that only reads, all its statements from one view.
+inline constexpr const char* kReadOnlyGenericPlansBegin =
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+    " SET LOCAL plan_cache_mode = force_generic_plan";
 // BillAttempts' statement (attempts not empty), for a pipeline; it answers with one row,
 // the number of attempts billed.
 PgStatement BillStatement(const std::vector<model::AttemptId>& attempts);

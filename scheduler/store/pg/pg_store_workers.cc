@@ -613,25 +613,23 @@ StatusOr<HeartbeatReply> PgStore::Heartbeat(const HeartbeatRequest& req, Seconds
 StatusOr<PendingOrders> PgStore::ReadOrders(model::NodeId node) {
   // One view for the reads; nothing is written. Generic plans: each read goes by the node's
   // key (decision 0049).
-  constexpr const char* kBegin =
-      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
-      " SET LOCAL plan_cache_mode = force_generic_plan";
-  return InTransaction<PendingOrders>(pool_, kBegin, [&](PgConn& c) -> StatusOr<PendingOrders> {
-    PendingOrders out;
-    const std::string node_id = std::to_string(node);
-    ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"orders_epoch",
-                                              "SELECT lease_epoch FROM nodes WHERE id = $1 AND"
-                                              " state IN ('live', 'draining') AND"
-                                              " lease_expires_at > now()",
-                                              {node_id}},
-                                             StopsStatement(node_id, "[]")}));
-    if (r[0].rows() == 0) return out;
-    out.lease_epoch = r[0].Int(0, 0);
-    ASSIGN_OR_RETURN(out.stops, ParseStops(r[1]));
-    ASSIGN_OR_RETURN(auto a, c.Exec(AssignmentsStatement(node_id, out.lease_epoch)));
-    out.assignments = ParseAssignments(a);
-    return out;
-  });
+  return InTransaction<PendingOrders>(
+      pool_, pg::kReadOnlyGenericPlansBegin, [&](PgConn& c) -> StatusOr<PendingOrders> {
+        PendingOrders out;
+        const std::string node_id = std::to_string(node);
+        ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"orders_epoch",
+                                                  "SELECT lease_epoch FROM nodes WHERE id = $1 AND"
+                                                  " state IN ('live', 'draining') AND"
+                                                  " lease_expires_at > now()",
+                                                  {node_id}},
+                                                 StopsStatement(node_id, "[]")}));
+        if (r[0].rows() == 0) return out;
+        out.lease_epoch = r[0].Int(0, 0);
+        ASSIGN_OR_RETURN(out.stops, ParseStops(r[1]));
+        ASSIGN_OR_RETURN(auto a, c.Exec(AssignmentsStatement(node_id, out.lease_epoch)));
+        out.assignments = ParseAssignments(a);
+        return out;
+      });
 }
 
 Status PgStore::CommitCheckpoint(const CheckpointReport& r, const AttemptAuth& auth) {
