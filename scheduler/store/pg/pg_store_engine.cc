@@ -360,18 +360,17 @@ constexpr double kHalfLifeSeconds = 604800.0;
   " date_part('epoch', now() - " end ") / 604800.0)"
 // Decayed GPU-hours by team of the attempts ended in ($1, $2] (µs), over the last 8
 // half-lives: a join, for a refresh that reads every attempt of 56 days.
+// Each attempt's team is its own column (decision 0051): no job is read.
 constexpr const char* kUsageAll =
-    "SELECT j.team_id, sum(" FRUGAL_DECAYED_HOURS("a.ended_at") ")"
-    " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+    "SELECT a.team_id, sum(" FRUGAL_DECAYED_HOURS("a.ended_at") ")"
+    " FROM attempts a"
     " WHERE a.ended_at > greatest(to_timestamp($1::bigint / 1e6), now() - interval '56 days')"
-    " AND a.ended_at <= to_timestamp($2::bigint / 1e6) GROUP BY j.team_id";
-// The same for a few seconds of attempts, each job's team by its key: the hash join read
-// every job of the table to find the teams of a few thousand attempts.
+    " AND a.ended_at <= to_timestamp($2::bigint / 1e6) GROUP BY a.team_id";
+// The same for a few seconds of attempts.
 constexpr const char* kUsageRecent =
-    "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j WHERE"
-    " j.id = a.job_id) AS team_id, " FRUGAL_DECAYED_HOURS("a.ended_at") " AS h"
+    "SELECT a.team_id, sum(" FRUGAL_DECAYED_HOURS("a.ended_at") ")"
     " FROM attempts a WHERE a.ended_at > to_timestamp($1::bigint / 1e6)"
-    " AND a.ended_at <= to_timestamp($2::bigint / 1e6)) t GROUP BY t.team_id";
+    " AND a.ended_at <= to_timestamp($2::bigint / 1e6) GROUP BY a.team_id";
 
 double Decay(std::int64_t from_us, std::int64_t to_us) {
   return std::pow(0.5, static_cast<double>(to_us - from_us) / 1e6 / kHalfLifeSeconds);
@@ -406,12 +405,9 @@ PgStore::UsageRead PgStore::PlanTeamUsage(std::int64_t now_us,
   }
   read.statements.push_back(
       {"fair_share_recent",
-       "SELECT t.team_id, sum(t.h) FROM (SELECT (SELECT j.team_id FROM jobs j"
-       " WHERE j.id = a.job_id) AS team_id, " FRUGAL_DECAYED_HOURS(
-           "coalesce(a.ended_at, now())") " AS h"
-                                          " FROM attempts a WHERE a.ended_at > "
-                                          "to_timestamp($1::bigint / 1e6)"
-                                          " OR a.ended_at IS NULL) t GROUP BY t.team_id",
+       "SELECT a.team_id, sum(" FRUGAL_DECAYED_HOURS("coalesce(a.ended_at, now())") ")"
+       " FROM attempts a WHERE a.ended_at > to_timestamp($1::bigint / 1e6)"
+       " OR a.ended_at IS NULL GROUP BY a.team_id",
        {std::to_string(base.cut_us)}});
   read.base = std::move(base);
   return read;
@@ -810,7 +806,8 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
                  // A gang has exactly its nodes' parts (a single-node job one part, or the
                  // simulator's uneven spread); a policy that ignored `nodes` starts nothing.
                  "   AND (j.nodes = 1 OR j.nodes = whole.parts)"
-                 "   AND j.state = 'pending' RETURNING j.id, j.attempt_count, whole.reason),"
+                 "   AND j.state = 'pending'"
+                 "   RETURNING j.id, j.attempt_count, j.team_id, whole.reason),"
                  // A gang's rendezvous port (decision 0032): per master node, the free
                  // ports of 20000-29999 counted from a hash of its first new gang, the
                  // n-th to its n-th new gang. Free: no live gang mastered there has it.
@@ -829,8 +826,9 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
                  "   FROM used WHERE used.node_id = f.node_id AND used.master_port = f.port)),"
                  " ports AS (SELECT masters.job_id, free.port FROM masters JOIN free ON"
                  "   free.node_id = masters.node_id AND free.nth = masters.nth),"
-                 " ins AS (INSERT INTO attempts (job_id, number, rank, gang_size, node_id, gpus,"
-                 "   lease_epoch, expected_cost_micros, master_port) SELECT upd.id,"
+                 " ins AS (INSERT INTO attempts (job_id, team_id, number, rank, gang_size,"
+                 "   node_id, gpus, lease_epoch, expected_cost_micros, master_port)"
+                 "   SELECT upd.id, upd.team_id,"
                  "   upd.attempt_count, a.rank, a.parts, a.node_id, a.gpus, a.lease_epoch,"
                  "   greatest(a.expected, 0), ports.port"
                  "   FROM upd JOIN a ON a.job_id = upd.id LEFT JOIN ports ON ports.job_id = upd.id"

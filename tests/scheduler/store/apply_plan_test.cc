@@ -83,8 +83,9 @@ TEST_F(ApplyPlanTest, DatabaseRefusesASecondActiveAttempt) {
   auto conn = PgConn::Connect(conninfo_);
   auto insert = [&](int number) {
     return (*conn)->Exec("attempt_" + std::to_string(number),
-                         "INSERT INTO attempts (job_id, number, node_id, gpus, lease_epoch)"
-                         " VALUES ($1, $2, $3, 1, 1)",
+                         "INSERT INTO attempts (job_id, team_id, number, node_id, gpus,"
+                         " lease_epoch) SELECT $1, team_id, $2, $3, 1, 1 FROM jobs"
+                         " WHERE id = $1",
                          {std::to_string(j), std::to_string(number), std::to_string(n.id)});
   };
   ASSERT_TRUE(insert(1).ok());

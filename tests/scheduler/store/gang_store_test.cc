@@ -142,9 +142,10 @@ TEST_F(GangStoreTest, GangsMasteredOnOneNodeNeverShareARendezvousPort) {
     for (int rank = 0; rank < 2; ++rank) {
       const std::string on = rank == 0 ? node : (node == "n1" ? "n2" : "n1");
       ASSERT_TRUE((*conn)->Exec("live_part_" + node + std::to_string(rank),
-                                "INSERT INTO attempts (job_id, number, rank, gang_size, node_id,"
-                                " gpus, lease_epoch, master_port) VALUES ($1, 1, $2, 2, $3, 1,"
-                                " 1, $4)",
+                                "INSERT INTO attempts (job_id, team_id, number, rank,"
+                                " gang_size, node_id, gpus, lease_epoch, master_port)"
+                                " SELECT $1, team_id, 1, $2, 2, $3, 1, 1, $4 FROM jobs"
+                                " WHERE id = $1",
                                 {std::to_string(other), std::to_string(rank),
                                  std::to_string(NodeIdOf(on)), std::to_string(hashed)})
                       .ok());
@@ -372,8 +373,9 @@ TEST_F(GangStoreTest, TheDatabaseRefusesTwoLiveCopiesOfOneRank) {
   auto conn = PgConn::Connect(conninfo_);
   auto insert = [&](int number, int rank) {
     return (*conn)->Exec("part_" + std::to_string(number) + "_" + std::to_string(rank),
-                         "INSERT INTO attempts (job_id, number, rank, gang_size, node_id, gpus,"
-                         " lease_epoch) VALUES ($1, $2, $3, 2, $4, 2, 1)",
+                         "INSERT INTO attempts (job_id, team_id, number, rank, gang_size,"
+                         " node_id, gpus, lease_epoch) SELECT $1, team_id, $2, $3, 2, $4, 2,"
+                         " 1 FROM jobs WHERE id = $1",
                          {std::to_string(job), std::to_string(number), std::to_string(rank), node});
   };
   ASSERT_TRUE(insert(1, 0).ok());
