@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/crypto.h"
 #include "scheduler/policy/placement/fifo_policy.h"
 #include "scheduler/store/pg/pg_conn.h"
 #include "scheduler/store/pg/pg_store.h"
@@ -31,14 +32,14 @@ class CostStoreTest : public testing::StoreTest {
     return *r;
   }
 
-  model::JobId Submit() {
+  model::JobId Submit(const Principal* who = nullptr) {
     SubmitRequest r;
     r.spec.command = {"train"};
     r.spec.estimate = Seconds(7200);
     r.spec.checkpoint_interval = Seconds(600);
     r.spec.tolerance = model::Tolerance::kCheckpointed;
     r.spec.gpu_types = {"a100"};
-    return store_->Submit(admin_, r)->job.id;
+    return store_->Submit(who ? *who : admin_, r)->job.id;
   }
 
   // SQL the store has no reason to offer: moving time for a test.
@@ -173,6 +174,49 @@ TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   EXPECT_NEAR(snap(), full(), 1e-3);
   EXPECT_NEAR(snap(), full(), 1e-3);
+}
+
+// Each attempt counts to its own job's team (decision 0051): two teams' attempts of
+// different lengths, ended and running, give each team its own sum, as the definition
+// (attempts joined to their jobs) gives it.
+TEST_F(CostStoreTest, FairShareCountsEachAttemptToItsJobsTeam) {
+  ASSERT_TRUE(store_->CreateTeam("vision").ok());
+  auto issued = store_->CreateToken("vision", "vic", Role::kResearcher, Sha256Hex("tok-vic"));
+  ASSERT_TRUE(issued.ok()) << issued.status().ToString();
+  auto vic = store_->Authenticate(Sha256Hex("tok-vic"));
+  ASSERT_TRUE(vic.ok());
+  ASSERT_NE(vic->team_id, admin_.team_id);
+  Register("n1");
+  Register("n2");
+  const model::JobId ours = Submit();
+  const model::JobId theirs = Submit(&*vic);
+  Submit(&*vic);
+  Start();
+  Sql("UPDATE attempts SET started_at = now() - interval '2 hours', ended_at = now() -"
+      " interval '1 hour', end_reason = 'succeeded' WHERE job_id = " + std::to_string(ours));
+  Sql("UPDATE attempts SET started_at = now() - interval '5 hours' WHERE job_id = " +
+      std::to_string(theirs));
+  auto by_join = [&](model::TeamId team) {
+    auto c = PgConn::Connect(conninfo_);
+    EXPECT_TRUE(c.ok());
+    auto r = (*c)->Exec("by_join",
+                        "SELECT coalesce(sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
+                        " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from"
+                        " (now() - coalesce(a.ended_at, now()))) / 604800.0)), 0)"
+                        " FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.team_id = $1",
+                        {std::to_string(team)});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->Double(0, 0) : -1.0;
+  };
+  // A scheduler that starts now sums every attempt (the refresh) and reads the running.
+  PgStore fresh(conninfo_, 2);
+  auto s = fresh.LoadSnapshot({100, 100});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->running.size(), 2u);  // vision's two jobs
+  EXPECT_NEAR(s->team_usage[admin_.team_id].gpu_hours, by_join(admin_.team_id), 1e-3);
+  EXPECT_NEAR(s->team_usage[vic->team_id].gpu_hours, by_join(vic->team_id), 1e-3);
+  EXPECT_GT(s->team_usage[vic->team_id].gpu_hours, 5.0);   // 5 h and a moment, running
+  EXPECT_LT(s->team_usage[admin_.team_id].gpu_hours, 1.1);  // 1 h, decayed an hour
 }
 
 TEST_F(CostStoreTest, SnapshotCarriesWhatTheCostPolicyWeighs) {
