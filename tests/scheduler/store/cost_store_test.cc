@@ -49,6 +49,21 @@ class CostStoreTest : public testing::StoreTest {
     ASSERT_TRUE((*c)->ExecScript(sql).ok()) << sql;
   }
 
+  // Fair share's definition: the decayed GPU-hours of the attempts `from_where` selects
+  // (as `a`), summed in one query, as each snapshot summed them before the cache.
+  double DefinedHours(const std::string& from_where) {
+    auto c = PgConn::Connect(conninfo_);
+    EXPECT_TRUE(c.ok());
+    auto r = (*c)->Exec("defined_hours",
+                        "SELECT coalesce(sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
+                        " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from"
+                        " (now() - coalesce(a.ended_at, now()))) / 604800.0)), 0) " +
+                            from_where,
+                        {});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->Double(0, 0) : -1.0;
+  }
+
   model::Snapshot Snap() {
     auto s = store_->LoadSnapshot({100, 100});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -134,17 +149,8 @@ TEST_F(CostStoreTest, FairShareFromTheCachedTotalMatchesTheFullSum) {
   Sql("UPDATE attempts SET started_at = now() - interval '1 hour' WHERE ended_at IS NULL");
   // The definition, over every attempt (what each snapshot summed before the cache).
   auto full = [&] {
-    auto c = PgConn::Connect(conninfo_);
-    EXPECT_TRUE(c.ok());
-    auto r = (*c)->Exec("full",
-                        "SELECT coalesce(sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
-                        " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from"
-                        " (now() - coalesce(a.ended_at, now()))) / 604800.0)), 0)"
-                        " FROM attempts a WHERE a.ended_at IS NULL"
-                        " OR a.ended_at > now() - interval '56 days'",
-                        {});
-    EXPECT_TRUE(r.ok());
-    return r.ok() ? r->Double(0, 0) : -1.0;
+    return DefinedHours(
+        "FROM attempts a WHERE a.ended_at IS NULL OR a.ended_at > now() - interval '56 days'");
   };
   // A scheduler that starts now takes its cached total from these attempts. (store_ took
   // its own when Start() read a snapshot, before the attempts were moved into the past,
@@ -197,16 +203,8 @@ TEST_F(CostStoreTest, FairShareCountsEachAttemptToItsJobsTeam) {
   Sql("UPDATE attempts SET started_at = now() - interval '5 hours' WHERE job_id = " +
       std::to_string(theirs));
   auto by_join = [&](model::TeamId team) {
-    auto c = PgConn::Connect(conninfo_);
-    EXPECT_TRUE(c.ok());
-    auto r = (*c)->Exec("by_join",
-                        "SELECT coalesce(sum(a.gpus * extract(epoch from (coalesce(a.ended_at,"
-                        " now()) - a.started_at)) / 3600.0 * power(0.5, extract(epoch from"
-                        " (now() - coalesce(a.ended_at, now()))) / 604800.0)), 0)"
-                        " FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.team_id = $1",
-                        {std::to_string(team)});
-    EXPECT_TRUE(r.ok());
-    return r.ok() ? r->Double(0, 0) : -1.0;
+    return DefinedHours("FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.team_id = " +
+                        std::to_string(team));
   };
   // A scheduler that starts now sums every attempt (the refresh) and reads the running.
   PgStore fresh(conninfo_, 2);
