@@ -117,6 +117,9 @@ struct SubmitService::Waiting {
   const store::Principal* who;
   store::SubmitRequest req;
   std::optional<StatusOr<Submitted>> out;  // guarded by mu_
+  // Its own, so that an answer wakes only its request's thread: one shared to all woke
+  // every queued thread at each group's end (decision 0052).
+  std::condition_variable wake;
 };
 
 namespace {
@@ -132,12 +135,12 @@ bool SubmitService::JoinsGroups(const store::SubmitRequest& req) {
 StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
                                           store::SubmitRequest req) const {
   if (!JoinsGroups(req)) return SubmitAlone(who, std::move(req));
-  Waiting me{&who, std::move(req), std::nullopt};
+  Waiting me{&who, std::move(req), std::nullopt, {}};
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(&me);
   while (!me.out) {
     if (leading_) {
-      done_.wait(lock);
+      me.wake.wait(lock);
       continue;
     }
     // Lead until this request is answered: the group ahead of it, if any, then its own.
@@ -159,11 +162,14 @@ StatusOr<Submitted> SubmitService::Submit(const store::Principal& who,
         answers.assign(group.size(), Internal("submit failed"));
       }
       lock.lock();
-      for (std::size_t i = 0; i < group.size(); ++i) group[i]->out = std::move(answers[i]);
-      done_.notify_all();
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        group[i]->out = std::move(answers[i]);
+        if (group[i] != &me) group[i]->wake.notify_one();
+      }
     }
     leading_ = false;
-    done_.notify_all();  // a request still queued finds no leader and leads
+    // The request now first in the queue, if any, finds no leader and leads.
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
   }
   return std::move(*me.out);
 }

@@ -111,7 +111,6 @@ class SubmitService {
   const Advisor& advisor_;
   const std::function<void()> kick_;
   mutable std::mutex mu_;
-  mutable std::condition_variable done_;
   mutable std::deque<Waiting*> queue_;  // guarded by mu_
   mutable bool leading_ = false;        // guarded by mu_: a thread is running groups
 };

@@ -114,22 +114,22 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
     moved_ids += (moved_ids.empty() ? "" : ",") + std::to_string(m.job_id);
   }
   if (ends.empty()) return done;
-  // As FinishInTx and AppendLogInTx together. A live attempt is never billed, so `billed`
-  // stays false and BillAttempts bills it after this.
+  // As FinishInTx, AppendLogInTx and BillAttempts together: each attempt is ended and
+  // billed in one write of its row (decision 0052).
   // The three writes in one round trip (decision 0049): each needs only what was read above.
+  static const std::string end_and_bill = EndAndBillSql(
+      "UPDATE attempts a SET log_bytes = a.log_bytes + x.kept,"
+      " log_dropped_bytes = a.log_dropped_bytes + x.dropped,"
+      " ended_at = greatest(now(), a.started_at), end_reason = x.outcome,"
+      " exit_code = x.exit_code, acked_at = coalesce(a.acked_at, now()), billed = true"
+      " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, kept bigint,"
+      " dropped bigint, outcome text, exit_code int) WHERE a.id = x.id"
+      // The ids again as an array: the planner counts an array's elements but guesses
+      // 100 rows for a recordset, and with that guess it scans the whole table once it
+      // has a few thousand attempts, where the key finds the batch's few.
+      " AND a.id = ANY($2::bigint[]) AND a.gang_size = 1 AND NOT a.billed");
   std::vector<PgStatement> writes = {
-      {"finish_common_attempts",
-       "UPDATE attempts a SET log_bytes = a.log_bytes + x.kept,"
-       " log_dropped_bytes = a.log_dropped_bytes + x.dropped,"
-       " ended_at = greatest(now(), a.started_at), end_reason = x.outcome,"
-       " exit_code = x.exit_code, acked_at = coalesce(a.acked_at, now())"
-       " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, kept bigint,"
-       " dropped bigint, outcome text, exit_code int) WHERE a.id = x.id"
-       // The ids again as an array: the planner counts an array's elements but guesses
-       // 100 rows for a recordset, and with that guess it scans the whole table once it
-       // has a few thousand attempts, where the key finds the batch's few.
-       " AND a.id = ANY($2::bigint[])",
-       {ends.dump(), "{" + ended_ids + "}"}},
+      {"finish_common_attempts", end_and_bill, {ends.dump(), "{" + ended_ids + "}"}},
       // As WriteTransition, for every job at once.
       {"finish_common_moves",
        "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id bigint,"

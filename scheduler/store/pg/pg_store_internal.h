@@ -56,6 +56,12 @@ inline constexpr const char* kReadOnlyGenericPlansBegin =
 // BillAttempts' statement (attempts not empty), for a pipeline; it answers with one row,
 // the number of attempts billed.
 PgStatement BillStatement(const std::vector<model::AttemptId>& attempts);
+// BillAttempts fused with the statement that ends the attempts (decision 0052): `update`
+// is an `UPDATE attempts a SET ..., billed = true ... WHERE ...` (no RETURNING) that ends
+// single-node attempts only; the statement bills the rows it updated, as BillAttempts
+// would after it, so each attempt's row is written once instead of twice. It answers with
+// one row, the number of attempts billed.
+std::string EndAndBillSql(const std::string& update);
 // Every team's quota, by pool id, for the snapshot; as a statement and its parser for a
 // pipeline (PgConn::ExecPipeline).
 StatusOr<std::map<model::TeamId, model::TeamQuota>> LoadQuotas(PgConn& c);

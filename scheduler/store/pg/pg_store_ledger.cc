@@ -9,43 +9,24 @@ namespace pg {
 
 namespace {
 
-// Bills the ended, unbilled attempts that {WHICH} selects: a usage entry for each that ran,
-// and a lost-work entry for each whose work the capacity took.
-const std::string kBill =
-    "WITH todo AS (SELECT a.id, a.job_id, j.team_id, n.pool_id, p.capacity_kind, a.gpus,"
-    "   a.started_at, a.ended_at, a.end_reason, p.price_micros_per_gpu_hour AS rate,"
-    "   coalesce((SELECT min(o.price_micros_per_gpu_hour) FROM pools o WHERE"
-    "     o.capacity_kind = 'on_demand' AND o.gpu_type = p.gpu_type),"
-    "     p.price_micros_per_gpu_hour) AS od_rate,"
-    // Lost work runs from the last checkpoint this attempt committed (or its start);
-    // a gang part's from the gang's last one.
-    "   least(a.ended_at, greatest(a.started_at, coalesce(CASE WHEN a.gang_size = 1"
-    "     THEN (SELECT max(k.created_at) FROM checkpoints k WHERE k.attempt_id = a.id)"
-    "     ELSE gang.checkpoint_at END, a.started_at))) AS lost_from,"
-    "   CASE WHEN a.gang_size = 1 THEN a.end_reason IN ('preempted', 'node_lost')"
-    "     ELSE coalesce(gang.lost, false) END AS lost,"
-    "   a.acked_at IS NOT NULL AS ran"
-    "   FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN nodes n ON n.id = a.node_id"
-    "   JOIN pools p ON p.id = n.pool_id"
-    // A gang's parts, read once (decision 0032): its last checkpoint (rank 0's, which
-    // holds every rank's state), whether the capacity broke it (model::GangEnd: a node
-    // lost, or a part stopped for its own node's reason; a part stopped because a peer
-    // failed loses nothing, the failure being the job's own) and whether a part still
-    // runs. A single-node attempt skips it.
-    "   LEFT JOIN LATERAL (SELECT max(k.created_at) AS checkpoint_at,"
-    "     bool_or(g.end_reason = 'node_lost' OR (g.end_reason = 'preempted' AND"
-    "     (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))) AS lost,"
-    "     bool_or(g.ended_at IS NULL) AS live"
-    "     FROM attempts g LEFT JOIN checkpoints k ON k.attempt_id = g.id"
-    "     WHERE a.gang_size > 1 AND g.job_id = a.job_id AND g.number = a.number) gang ON true"
-    "   WHERE {WHICH} AND a.ended_at IS NOT NULL AND NOT a.billed"
-    // A gang's parts are billed once its last part has ended: only then is its end
-    // known. Until then reports count an ended part as running attempts are.
-    "   AND (a.gang_size = 1 OR NOT gang.live)"
-    "   FOR UPDATE OF a),"
-    " marked AS (UPDATE attempts SET billed = true WHERE id = ANY (ARRAY(SELECT id FROM todo))),"
-    // An attempt no worker ever acknowledged never ran: it costs nothing and loses
-    // nothing (it is marked billed all the same, so it is settled once).
+// Kept as written: clang-format splits these strings a word per line at each macro.
+// clang-format off
+// The cheapest on-demand rate for the attempt's GPU type, or its own rate when there is
+// none: what a spot attempt saved (p is the attempt's pool).
+#define FRUGAL_ON_DEMAND_RATE                                                           \
+  "coalesce((SELECT min(o.price_micros_per_gpu_hour) FROM pools o WHERE"                \
+  " o.capacity_kind = 'on_demand' AND o.gpu_type = p.gpu_type),"                        \
+  " p.price_micros_per_gpu_hour) AS od_rate"
+// A single-node attempt's last checkpoint, found through the (job, step) key: checkpoints
+// has no index by attempt, and without the job the read scans the whole table.
+#define FRUGAL_LAST_CHECKPOINT \
+  "(SELECT max(k.created_at) FROM checkpoints k WHERE k.job_id = a.job_id AND k.attempt_id = a.id)"
+
+// From `todo` (one row per attempt to bill, in kBill's columns): a usage entry for each
+// attempt that ran, and a lost-work entry for each whose work the capacity took. An attempt
+// no worker ever acknowledged never ran: it costs nothing and loses nothing (it is marked
+// billed all the same, so it is settled once).
+constexpr const char* kBillEntries =
     " entries AS (SELECT 'usage' AS kind, todo.*, started_at AS s FROM todo WHERE ran"
     "   UNION ALL SELECT 'lost_work', todo.*, lost_from FROM todo"
     "   WHERE ran AND lost AND lost_from < ended_at),"
@@ -56,6 +37,41 @@ const std::string kBill =
     "   ended_at, rate, od_rate, frugal_cost_micros(gpus, rate, started_at, s, ended_at)"
     "   FROM entries RETURNING 1)"
     " SELECT count(*) FROM todo";
+
+// Bills the ended, unbilled attempts that {WHICH} selects.
+const std::string kBill = std::string(
+    "WITH todo AS (SELECT a.id, a.job_id, a.team_id, n.pool_id, p.capacity_kind, a.gpus,"
+    "   a.started_at, a.ended_at, a.end_reason, p.price_micros_per_gpu_hour AS rate, "
+    FRUGAL_ON_DEMAND_RATE ","
+    // Lost work runs from the last checkpoint this attempt committed (or its start);
+    // a gang part's from the gang's last one.
+    "   least(a.ended_at, greatest(a.started_at, coalesce(CASE WHEN a.gang_size = 1 THEN "
+    FRUGAL_LAST_CHECKPOINT
+    "     ELSE gang.checkpoint_at END, a.started_at))) AS lost_from,"
+    "   CASE WHEN a.gang_size = 1 THEN a.end_reason IN ('preempted', 'node_lost')"
+    "     ELSE coalesce(gang.lost, false) END AS lost,"
+    "   a.acked_at IS NOT NULL AS ran"
+    "   FROM attempts a JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
+    // A gang's parts, read once (decision 0032): its last checkpoint (rank 0's, which
+    // holds every rank's state), whether the capacity broke it (model::GangEnd: a node
+    // lost, or a part stopped for its own node's reason; a part stopped because a peer
+    // failed loses nothing, the failure being the job's own) and whether a part still
+    // runs. A single-node attempt skips it.
+    "   LEFT JOIN LATERAL (SELECT max(k.created_at) AS checkpoint_at,"
+    "     bool_or(g.end_reason = 'node_lost' OR (g.end_reason = 'preempted' AND"
+    "     (g.noticed_at IS NOT NULL OR g.stop_reason IS NOT NULL))) AS lost,"
+    "     bool_or(g.ended_at IS NULL) AS live"
+    "     FROM attempts g LEFT JOIN checkpoints k ON k.job_id = g.job_id"
+    "     AND k.attempt_id = g.id"
+    "     WHERE a.gang_size > 1 AND g.job_id = a.job_id AND g.number = a.number) gang ON true"
+    "   WHERE {WHICH} AND a.ended_at IS NOT NULL AND NOT a.billed"
+    // A gang's parts are billed once its last part has ended: only then is its end
+    // known. Until then reports count an ended part as running attempts are.
+    "   AND (a.gang_size = 1 OR NOT gang.live)"
+    "   FOR UPDATE OF a),"
+    " marked AS (UPDATE attempts SET billed = true WHERE id = ANY (ARRAY(SELECT id FROM todo))),") +
+    kBillEntries;
+// clang-format on
 
 }  // namespace
 
@@ -82,6 +98,26 @@ StatusOr<int> BillAttempts(PgConn& c, const std::vector<model::AttemptId>& attem
   ASSIGN_OR_RETURN(auto r, c.Exec(BillStatement(attempts)));
   return static_cast<int>(r.Int(0, 0));
 }
+
+std::string EndAndBillSql(const std::string& update) {
+  // Kept as written: clang-format splits these strings a word per line at each macro.
+  // clang-format off
+  return "WITH ended AS (" + update +
+         " RETURNING a.*),"
+         " todo AS (SELECT a.id, a.job_id, a.team_id, n.pool_id, p.capacity_kind, a.gpus,"
+         " a.started_at, a.ended_at, a.end_reason, p.price_micros_per_gpu_hour AS rate, "
+         FRUGAL_ON_DEMAND_RATE
+         ", least(a.ended_at, greatest(a.started_at, coalesce(" FRUGAL_LAST_CHECKPOINT
+         ", a.started_at))) AS lost_from, a.end_reason IN ('preempted', 'node_lost') AS lost,"
+         " a.acked_at IS NOT NULL AS ran"
+         " FROM ended a JOIN nodes n ON n.id = a.node_id JOIN pools p ON p.id = n.pool_id"
+         "),"
+         + std::string(kBillEntries);
+  // clang-format on
+}
+
+#undef FRUGAL_ON_DEMAND_RATE
+#undef FRUGAL_LAST_CHECKPOINT
 
 }  // namespace pg
 

@@ -694,12 +694,12 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
     std::string ids;    // a bigint[] literal of the finished jobs
     std::string gangs;  // gangs whose part ended, settled after the loop
     std::vector<model::AttemptId> ended;  // billed after the loop
-    // The common reports in one pass; the rest one by one, each under a savepoint.
+    // The common reports in one pass, billed there; the rest one by one, each under a
+    // savepoint.
     ASSIGN_OR_RETURN(auto common,
                      pg::FinishCommonReports(c, reports, log_cap_bytes, node.node_id, out));
     for (std::size_t i = 0; i < reports.size(); ++i) {
       if (!common[i]) continue;
-      ended.push_back(reports[i].attempt_id);
       ids += (ids.empty() ? "" : ",") + std::to_string(out[i].job_id);
     }
     for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -733,13 +733,14 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
       RETURN_IF_ERROR(pg::BillAttempts(c, ended).status());
       return out;
     }
-    // The bill and the jobs' states in one round trip: `ids` is not empty, nor is `ended`.
-    ASSIGN_OR_RETURN(auto billed,
-                     c.ExecPipeline({pg::BillStatement(ended),
-                                     {"finish_batch_states",
-                                      "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",
-                                      {"{" + ids + "}"}}}));
-    const PgResult& states = billed[1];
+    // The bill, if any is left, and the jobs' states in one round trip.
+    std::vector<PgStatement> last;
+    if (!ended.empty()) last.push_back(pg::BillStatement(ended));
+    last.push_back({"finish_batch_states",
+                    "SELECT id, state FROM jobs WHERE id = ANY($1::bigint[])",
+                    {"{" + ids + "}"}});
+    ASSIGN_OR_RETURN(auto read, c.ExecPipeline(last));
+    const PgResult& states = read.back();
     std::map<std::int64_t, model::JobState> by_id;
     for (int k = 0; k < states.rows(); ++k) {
       auto state = model::ParseJobState(states.Text(k, 1));

@@ -79,6 +79,53 @@ class LedgerTest : public testing::StoreTest {
 
   void Sql(const std::string& sql) { ASSERT_TRUE(conn_->ExecScript(sql).ok()) << sql; }
 
+  // A spot attempt that checkpointed 45 minutes into 60 is preempted: its usage and its
+  // last 15 minutes as lost work. `batch`: reported as a worker's batch is
+  // (FinishAttempts, which ends and bills each attempt in one write, decision 0052);
+  // otherwise alone (FinishAttempt).
+  void PreemptAfterCheckpoint(bool batch) {
+    auto reg = Register("s1", "spot");
+    model::JobId job = Submit(1);
+    model::AttemptId a = Place(job);
+    CheckpointReport ck;
+    ck.attempt_id = a;
+    ck.lease_epoch = reg.lease_epoch;
+    ck.step = 10;
+    ck.progress = 0.5;
+    ck.uri = "file:///ck/10";
+    ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(ck.attempt_id)).ok());
+    const std::string id = std::to_string(a);
+    Sql("UPDATE attempts SET started_at = now() - interval '60 minutes' WHERE id = " + id);
+    Sql("UPDATE checkpoints SET created_at = now() - interval '15 minutes' WHERE attempt_id = " +
+        id);
+    if (batch) {
+      FinishReport r{a, reg.lease_epoch, AuthOf(a).fence, Outcome::kPreempted, 143, ""};
+      auto done = store_->FinishAttempts({r}, 1 << 20, AuthOf(a));
+      ASSERT_TRUE(done.ok()) << done.status().ToString();
+      ASSERT_TRUE(done->at(0).status.ok()) << done->at(0).status.ToString();
+    } else {
+      ASSERT_TRUE(
+          store_->FinishAttempt(a, reg.lease_epoch, Outcome::kPreempted, 143, AuthOf(a)).ok());
+    }
+    // Spot at $0.90/h: usage $0.90 (+ms), lost 15 min = $0.225 (+ms).
+    const std::int64_t usage =
+        One("SELECT amount_micros FROM ledger_entries WHERE kind = 'usage' AND attempt_id = " + id);
+    const std::int64_t lost = One(
+        "SELECT amount_micros FROM ledger_entries WHERE kind = 'lost_work' AND attempt_id = " + id);
+    EXPECT_NEAR(static_cast<double>(usage), 900'000, 2'000);
+    EXPECT_NEAR(static_cast<double>(lost), 225'000, 2'000);
+    EXPECT_EQ(One("SELECT count(*) FROM attempts WHERE billed AND id = " + id), 1);
+    // Spot savings against the on-demand rate of the same GPU type: 0.90 h at 3.60 - 0.90.
+    auto rep = store_->Cost({CostDimension::kPool, std::nullopt, std::nullopt, std::nullopt});
+    ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+    ASSERT_EQ(rep->rows.size(), 1u);
+    EXPECT_EQ(rep->rows[0].key, "spot");
+    EXPECT_EQ(rep->rows[0].spend, usage);
+    EXPECT_EQ(rep->rows[0].wasted, lost);
+    EXPECT_NEAR(static_cast<double>(rep->rows[0].spot_savings), 3.0 * usage, 10);
+    EXPECT_TRUE(testing::CheckLedger(*conn_).empty());
+  }
+
   std::int64_t One(const std::string& sql) {
     auto r = conn_->ExecScript(sql);
     EXPECT_TRUE(r.ok()) << sql << " " << r.status().ToString();
@@ -108,38 +155,11 @@ TEST_F(LedgerTest, FinishedAttemptIsBilledAtItsPoolsRate) {
 }
 
 TEST_F(LedgerTest, PreemptionBillsLostWorkSinceTheLastCheckpoint) {
-  auto reg = Register("s1", "spot");
-  model::JobId job = Submit(1);
-  model::AttemptId a = Place(job);
-  CheckpointReport ck;
-  ck.attempt_id = a;
-  ck.lease_epoch = reg.lease_epoch;
-  ck.step = 10;
-  ck.progress = 0.5;
-  ck.uri = "file:///ck/10";
-  ASSERT_TRUE(store_->CommitCheckpoint(ck, AuthOf(ck.attempt_id)).ok());
-  // Ran 60 min, checkpointed 45 min in: the last 15 min are lost.
-  const std::string id = std::to_string(a);
-  Sql("UPDATE attempts SET started_at = now() - interval '60 minutes' WHERE id = " + id);
-  Sql("UPDATE checkpoints SET created_at = now() - interval '15 minutes' WHERE attempt_id = " + id);
-  ASSERT_TRUE(store_->FinishAttempt(a, reg.lease_epoch, Outcome::kPreempted, 143, AuthOf(a)).ok());
-  // Spot at $0.90/h: usage $0.90 (+ms), lost 15 min = $0.225 (+ms).
-  const std::int64_t usage =
-      One("SELECT amount_micros FROM ledger_entries WHERE kind = 'usage' AND attempt_id = " + id);
-  const std::int64_t lost =
-      One("SELECT amount_micros FROM ledger_entries WHERE kind = 'lost_work' AND attempt_id = " +
-          id);
-  EXPECT_NEAR(static_cast<double>(usage), 900'000, 2'000);
-  EXPECT_NEAR(static_cast<double>(lost), 225'000, 2'000);
-  // Spot savings against the on-demand rate of the same GPU type: 0.90 h at 3.60 - 0.90.
-  auto rep = store_->Cost({CostDimension::kPool, std::nullopt, std::nullopt, std::nullopt});
-  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
-  ASSERT_EQ(rep->rows.size(), 1u);
-  EXPECT_EQ(rep->rows[0].key, "spot");
-  EXPECT_EQ(rep->rows[0].spend, usage);
-  EXPECT_EQ(rep->rows[0].wasted, lost);
-  EXPECT_NEAR(static_cast<double>(rep->rows[0].spot_savings), 3.0 * usage, 10);
-  EXPECT_TRUE(testing::CheckLedger(*conn_).empty());
+  PreemptAfterCheckpoint(/*batch=*/false);
+}
+
+TEST_F(LedgerTest, BatchFinishBillsLostWorkSinceTheLastCheckpoint) {
+  PreemptAfterCheckpoint(/*batch=*/true);
 }
 
 TEST_F(LedgerTest, LostNodesAttemptsAreBilledAndEntriesAreAppendOnly) {
