@@ -39,9 +39,14 @@ struct PgStore::UsageRead {
 // Team `t`'s pending jobs `j` that the cycle may consider now, numbered in claim order: due
 // (not_before), and not a throttled array's task beyond its room (max_running less those
 // running), so those take none of the window's places (decision 0026).
-#define FRUGAL_TEAM_PENDING_DUE                                                 \
-  "SELECT j.*, row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank" \
-  " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                 \
+// Only the columns the window's reads use: a job's command, environment and labels are
+// the widest part of its row, and the window's sorts need not carry them.
+#define FRUGAL_TEAM_PENDING_DUE                                                         \
+  "SELECT j.id, j.team_id, j.gpus, j.gpu_types, j.min_gpu_mem_gb, j.priority_rank,"     \
+  " j.tolerance, j.deadline, j.created_at, j.reason, j.estimate_s,"                     \
+  " j.checkpoint_interval_s, j.attempt_count, j.depends_on, j.depends_on_any, j.nodes," \
+  " row_number() OVER (ORDER BY j.priority_rank, j.id) AS team_rank"                    \
+  " FROM jobs j WHERE j.team_id = t.id AND j.state = 'pending'"                         \
   " AND (j.not_before IS NULL OR j.not_before <= now())"
 #define FRUGAL_NOT_THROTTLED                                                 \
   " AND (j.array_id IS NULL OR j.array_id NOT IN (SELECT id FROM throttled)" \
