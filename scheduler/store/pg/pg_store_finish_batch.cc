@@ -151,7 +151,13 @@ StatusOr<std::vector<bool>> FinishCommonReports(PgConn& c, const std::vector<Fin
                       " id bigint, data text)",
                       {logs.dump()}});
   }
-  RETURN_IF_ERROR(c.ExecPipeline(writes).status());
+  ASSIGN_OR_RETURN(auto written, c.ExecPipeline(writes));
+  // Every attempt the fence read locked is ended and billed, or none is: a job must never
+  // move on while its attempt stays live or unbilled. The error rolls the batch back.
+  if (written[0].Int(0, 0) != static_cast<std::int64_t>(ends.size())) {
+    return Internal("finish batch: " + std::to_string(written[0].Int(0, 0)) + " of " +
+                    std::to_string(ends.size()) + " attempts ended and billed");
+  }
   return done;
 }
 

@@ -162,6 +162,22 @@ TEST_F(LedgerTest, BatchFinishBillsLostWorkSinceTheLastCheckpoint) {
   PreemptAfterCheckpoint(/*batch=*/true);
 }
 
+TEST_F(LedgerTest, ABatchFinishThatCannotBillEveryAttemptChangesNothing) {
+  auto reg = Register("n1", "od");
+  const model::JobId job = Submit(1);
+  const model::AttemptId a = Place(job);
+  const std::string id = std::to_string(a);
+  // A live attempt already marked billed (no path writes this): the fence read takes it,
+  // the statement that ends and bills skips it. The job must not move on without it.
+  Sql("UPDATE attempts SET billed = true WHERE id = " + id);
+  FinishReport r{a, reg.lease_epoch, AuthOf(a).fence, Outcome::kSucceeded, 0, ""};
+  auto done = store_->FinishAttempts({r}, 1 << 20, AuthOf(a));
+  EXPECT_FALSE(done.ok());
+  EXPECT_EQ(One("SELECT count(*) FROM attempts WHERE ended_at IS NULL AND id = " + id), 1);
+  EXPECT_EQ(
+      One("SELECT count(*) FROM jobs WHERE state = 'running' AND id = " + std::to_string(job)), 1);
+}
+
 TEST_F(LedgerTest, LostNodesAttemptsAreBilledAndEntriesAreAppendOnly) {
   Register("n1", "od");
   model::JobId job = Submit(1);
