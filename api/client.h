@@ -43,14 +43,22 @@ std::string UrlEncode(std::string_view text);
 struct ClientOptions {
   // Applies to connecting, sending and waiting for the answer, each on its own.
   std::chrono::seconds timeout{30};
+  // A request keeps its connection open for the next one only when it started within this
+  // gap of the previous request's start; otherwise it asks the server to close after answering.
+  // So a burst (a worker finishing jobs back to back, a dispatch poll renewed at once)
+  // shares one connection, while a slow cadence (heartbeats every few seconds) holds no
+  // server thread between requests. Zero: a connection per request.
+  std::chrono::milliseconds keep_alive_gap{0};
 };
 
 // One scheduler, or several that share a database (high availability, decision 0020):
 // `base_url` may list URLs separated by commas. A request goes to the one that answered
 // last; when it cannot be reached the client fails over to the next (any request when the
 // connection failed, so nothing was sent; GETs also after a timeout or a 503), and after
-// any of these the next request starts at the next URL (a POST's caller retries there). Each request opens its own connection (no keep-alive),
-// so a restarted scheduler is picked up without ceremony.
+// any of these the next request starts at the next URL (a POST's caller retries there). A
+// request opens its own connection unless ClientOptions::keep_alive_gap lets the previous
+// one's stay open; a kept connection the server has closed (a restarted scheduler) is
+// noticed before sending and replaced.
 //
 // Thread-safety: one Client may be shared by threads; its requests are serialised.
 class Client {

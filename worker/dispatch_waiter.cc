@@ -18,7 +18,7 @@ DispatchWaiter::DispatchWaiter(std::string base_url, std::string node,
     : base_url_(std::move(base_url)),
       node_(std::move(node)),
       on_change_(std::move(on_change)),
-      client_(base_url_, "", {std::chrono::seconds(30)}) {}
+      client_(base_url_, "", {std::chrono::seconds(30), kKeepAliveGap}) {}
 
 DispatchWaiter::~DispatchWaiter() { Stop(); }
 

@@ -22,6 +22,11 @@
 
 namespace frugal::worker {
 
+// The worker's requests keep their connection when they come within this of each other
+// (api::ClientOptions::keep_alive_gap): a node finishing and starting jobs back to back
+// reuses one, one that only heartbeats (every 2 s by default) holds none between them.
+inline constexpr std::chrono::milliseconds kKeepAliveGap{1000};
+
 class DispatchWaiter {
  public:
   DispatchWaiter(std::string base_url, std::string node,

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  frugal::api::Client client(cfg.scheduler_url, cfg.token, {std::chrono::seconds(2)});
+  frugal::api::Client client(cfg.scheduler_url, cfg.token,
+                             {std::chrono::seconds(2), frugal::worker::kKeepAliveGap});
   if (!client.url_status().ok()) return Fail(client.url_status(), 2);
   InstallSignalHandlers();
   MonotonicClock clock;
