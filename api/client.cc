@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <mutex>
 
 namespace frugal::api {
 
@@ -240,9 +241,9 @@ class Client::Impl {
 
   StatusOr<ClientResponse> Get(const std::string& path) {
     RETURN_IF_ERROR(url_status_);
-    const auto headers = RequestHeaders({});
-    return Send(/*idempotent=*/true,
-                [&](Endpoint& e) { return e.http->Get(e.prefix + path, headers); });
+    return Send(/*idempotent=*/true, {}, [&](Endpoint& e, const httplib::Headers& headers) {
+      return e.http->Get(e.prefix + path, headers);
+    });
   }
 
   StatusOr<ClientResponse> Post(const std::string& path, const json& body,
@@ -255,8 +256,7 @@ class Client::Impl {
       // nlohmann refuses to serialise strings that are not UTF-8; say so instead of crashing.
       return InvalidArgument("request contains text that is not valid UTF-8");
     }
-    const auto headers = RequestHeaders(extra);
-    return Send(/*idempotent=*/false, [&](Endpoint& e) {
+    return Send(/*idempotent=*/false, extra, [&](Endpoint& e, const httplib::Headers& headers) {
       return e.http->Post(e.prefix + path, headers, text, "application/json");
     });
   }
@@ -273,15 +273,25 @@ class Client::Impl {
   // any one will do. A request that may have reached a server (a read timeout, a 503) is
   // tried elsewhere at once only when `idempotent`; either way the next request starts at
   // the next endpoint, so a frozen scheduler costs one timeout, not one per request.
+  // Serialised (send_mu_): whether a kept connection may be reused is decided, and a stale
+  // one closed, with no other request of this client in flight.
   template <typename SendFn>
-  StatusOr<ClientResponse> Send(bool idempotent, SendFn&& send) {
+  StatusOr<ClientResponse> Send(bool idempotent, const std::map<std::string, std::string>& extra,
+                                SendFn&& send) {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    httplib::Headers headers = RequestHeaders(extra);
+    if (!ReuseConnection()) headers.emplace("Connection", "close");
+    struct Ended {  // when this request ended, however it returns
+      Impl* self;
+      ~Ended() { self->last_end_ms_ = NowMs(); }
+    } ended{this};
     const std::size_t n = endpoints_.size();
     const std::size_t start = current_.load();
     std::string failures;
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t i = (start + k) % n;
       Endpoint& e = endpoints_[i];
-      httplib::Result result = send(e);
+      httplib::Result result = send(e, headers);
       const bool last = k + 1 == n;
       if (!result) {
         const std::string why = DescribeTransportError(result.error(), options_.timeout);
@@ -308,16 +318,27 @@ class Client::Impl {
     return Unavailable("no scheduler URL");  // n == 0: not reached (SplitUrls gives one)
   }
 
-  httplib::Headers RequestHeaders(const std::map<std::string, std::string>& extra) {
-    httplib::Headers h{{"Accept", "application/json"}};
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-    const std::int64_t previous = last_request_ms_.exchange(now);
-    if (options_.keep_alive_gap.count() > 0 &&
-        (previous < 0 || now - previous > options_.keep_alive_gap.count())) {
-      h.emplace("Connection", "close");
+  static std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Whether this request may use, and then keep, a connection: only when it follows the
+  // previous request's end within keep_alive_gap. Otherwise any connection still kept has
+  // idled longer than the gap and is closed first: the server may be closing it at its own
+  // idle limit right now, and a request sent into that close is lost.
+  bool ReuseConnection() {
+    if (options_.keep_alive_gap.count() <= 0) return false;
+    if (last_end_ms_ >= 0 && NowMs() - last_end_ms_ <= options_.keep_alive_gap.count()) {
+      return true;
     }
+    for (auto& e : endpoints_) e.http->stop();  // no request in flight: closes at once
+    return false;
+  }
+
+  httplib::Headers RequestHeaders(const std::map<std::string, std::string>& extra) const {
+    httplib::Headers h{{"Accept", "application/json"}};
     if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
     for (const auto& [key, value] : extra) h.emplace(key, value);
     return h;
@@ -343,7 +364,8 @@ class Client::Impl {
   Status url_status_;
   std::vector<Endpoint> endpoints_;     // empty when url_status_ is an error
   std::atomic<std::size_t> current_{0};  // the endpoint to try first
-  std::atomic<std::int64_t> last_request_ms_{-1};  // steady clock, when the last one started
+  std::mutex send_mu_;                   // held for each request (Send)
+  std::int64_t last_end_ms_ = -1;  // guarded by send_mu_: steady clock, when the last one ended
 };
 
 Client::Client(const std::string& base_url, std::string token, ClientOptions options)

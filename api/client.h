@@ -43,11 +43,13 @@ std::string UrlEncode(std::string_view text);
 struct ClientOptions {
   // Applies to connecting, sending and waiting for the answer, each on its own.
   std::chrono::seconds timeout{30};
-  // A request keeps its connection open for the next one only when it started within this
-  // gap of the previous request's start; otherwise it asks the server to close after answering.
-  // So a burst (a worker finishing jobs back to back, a dispatch poll renewed at once)
-  // shares one connection, while a slow cadence (heartbeats every few seconds) holds no
-  // server thread between requests. Zero: a connection per request.
+  // A request reuses and keeps a connection only when it starts within this gap of the
+  // previous request's end; otherwise a connection still kept is closed first and the
+  // request asks the server to close after answering. So a burst (a worker finishing jobs
+  // back to back, a dispatch poll renewed at once) shares one connection, a slow cadence
+  // (heartbeats every few seconds) holds no server thread between requests, and no
+  // connection is reused after idling longer than the gap (keep it well under the
+  // server's idle limit, 5 s on the edge). Zero: a connection per request.
   std::chrono::milliseconds keep_alive_gap{0};
 };
 
@@ -56,9 +58,11 @@ struct ClientOptions {
 // last; when it cannot be reached the client fails over to the next (any request when the
 // connection failed, so nothing was sent; GETs also after a timeout or a 503), and after
 // any of these the next request starts at the next URL (a POST's caller retries there). A
-// request opens its own connection unless ClientOptions::keep_alive_gap lets the previous
-// one's stay open; a kept connection the server has closed (a restarted scheduler) is
-// noticed before sending and replaced.
+// request opens its own connection unless ClientOptions::keep_alive_gap lets it reuse the
+// previous one's; a kept connection whose close from the server (a restart) has arrived is
+// noticed before sending and replaced. A POST sent on a kept connection to a scheduler that
+// vanished without closing it fails (Unavailable) rather than going to the next URL at
+// once; the caller's retry goes there.
 //
 // Thread-safety: one Client may be shared by threads; its requests are serialised.
 class Client {

@@ -22,9 +22,11 @@
 
 namespace frugal::worker {
 
-// The worker's requests keep their connection when they come within this of each other
-// (api::ClientOptions::keep_alive_gap): a node finishing and starting jobs back to back
-// reuses one, one that only heartbeats (every 2 s by default) holds none between them.
+// The worker's requests keep their connection when each starts within this of the previous
+// one's end (api::ClientOptions::keep_alive_gap): a node finishing and starting jobs back
+// to back reuses one, and its dispatch poll, renewed at once, keeps one; a node that only
+// heartbeats (every 2 s by default; one set under 1 s keeps its connection too) holds none
+// between them.
 inline constexpr std::chrono::milliseconds kKeepAliveGap{1000};
 
 class DispatchWaiter {

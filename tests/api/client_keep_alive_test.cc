@@ -2,6 +2,7 @@
 // burst share one connection, a slow cadence holds no server connection between requests,
 // and a kept connection the server has closed is replaced without failing the request.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +18,13 @@ namespace frugal::api {
 namespace {
 
 using std::chrono::milliseconds;
+
+// httplib sends without MSG_NOSIGNAL: a request written into a connection the server has
+// just closed would end the test binary with SIGPIPE (the worker ignores it likewise).
+const bool kSigpipeIgnored = [] {
+  signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 // The edge serving POST /x, noting each request's client port and Connection header.
 class Edge {
@@ -101,6 +109,21 @@ TEST(ClientKeepAliveTest, WithoutAGapEveryRequestHasItsOwnConnection) {
   EXPECT_NE(ports[0], ports[1]);
   EXPECT_NE(ports[1], ports[2]);
   EXPECT_TRUE(edge.OpenConnectionsReach(0));
+}
+
+TEST(ClientKeepAliveTest, AConnectionIdleLongerThanTheGapIsNotReused) {
+  Edge edge;  // the edge would keep it 5 s
+  Client client(edge.url(), "", {std::chrono::seconds(5), milliseconds(200)});
+  ASSERT_TRUE(client.Post("/x").ok());
+  ASSERT_TRUE(client.Post("/x").ok());  // kept
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(edge.OpenConnectionsReach(1)) << "the edge still holds the kept connection";
+  ASSERT_TRUE(client.Post("/x").ok());
+  const auto ports = edge.ports();
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_NE(ports[1], ports[2]) << "the stale connection was reused";
+  EXPECT_EQ(edge.closes(), (std::vector<bool>{true, false, true}));
+  EXPECT_TRUE(edge.OpenConnectionsReach(0, milliseconds(1000)));
 }
 
 TEST(ClientKeepAliveTest, AKeptConnectionTheServerClosedIsReplaced) {
