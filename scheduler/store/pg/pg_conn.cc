@@ -71,6 +71,7 @@ PGresult* PgConn::AwaitNext(const std::string& what, Status& error) {
   PgWaitResult w = AwaitResult(conn_, deadline);
   if (w.timed_out) {
     broken_ = true;
+    timed_out_ = true;
     error = Unavailable("database unavailable: no answer within " +
                         std::to_string((options_.statement_timeout + kClientMargin).count()) +
                         " ms (" + what + ")");
@@ -125,11 +126,16 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
 
 StatusOr<PgResult> PgConn::Exec(const std::string& name, const std::string& sql,
                                 const std::vector<PgParam>& params) {
+  // With a deferred BEGIN, both go in one pipeline: one round trip.
+  if (begin_ != nullptr) {
+    ASSIGN_OR_RETURN(auto r, ExecPipeline({{name, sql, params}}));
+    return std::move(r.front());
+  }
   // libpq passes text parameters as C strings: a NUL would silently cut the value short.
   for (const auto& p : params)
     if (p && p->find('\0') != std::string::npos)
       return InvalidArgument("text must not contain NUL characters (\\u0000)");
-  ++statements_sent_;
+  ++round_trips_;
   if (!prepared_.count(name)) {
     RETURN_IF_ERROR(
         Finish(PQsendPrepare(conn_, name.c_str(), sql.c_str(), 0, nullptr) == 1, name).status());
@@ -150,15 +156,29 @@ StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStateme
         return InvalidArgument("text must not contain NUL characters (\\u0000)");
   std::vector<PgResult> out;
   if (statements.empty()) return out;
-  statements_sent_ += static_cast<int>(statements.size());
+  ++round_trips_;
   if (PQenterPipelineMode(conn_) != 1) {
     broken_ = true;
     return ToStatus(nullptr, statements.front().name);
+  }
+  // A deferred BEGIN goes first, a statement at a time, unnamed (nothing to prepare).
+  std::vector<std::string> begin;
+  if (begin_ != nullptr) {
+    for (const char* p = begin_;; ++p) {
+      const char* end = std::strchr(p, ';');
+      begin.emplace_back(p, end ? end : p + std::strlen(p));
+      if (!end) break;
+      p = end;
+    }
+    begin_ = nullptr;
   }
   // Each statement not yet prepared is prepared once, ahead of its first execution.
   std::vector<bool> preparing(statements.size(), false);
   std::set<std::string> named;
   bool sent = true;
+  for (std::size_t i = 0; i < begin.size() && sent; ++i)
+    sent =
+        PQsendQueryParams(conn_, begin[i].c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   for (std::size_t i = 0; i < statements.size() && sent; ++i) {
     const PgStatement& s = statements[i];
     if (!prepared_.count(s.name) && named.insert(s.name).second) {
@@ -178,6 +198,17 @@ StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStateme
   // Every result is read, up to the sync, whatever failed: the connection is then idle
   // again. After a failure the server answers the rest "aborted", which names no cause.
   Status first = Status::Ok();
+  for (std::size_t i = 0; i < begin.size(); ++i) {
+    Status error = Status::Ok();
+    PGresult* r = AwaitNext("BEGIN", error);
+    if (r == nullptr) return error;
+    const auto st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_PIPELINE_ABORTED || !first.ok()) {
+      PQclear(r);
+    } else {
+      first = ToStatus(r, "BEGIN");
+    }
+  }
   for (std::size_t i = 0; i < statements.size(); ++i) {
     const std::string& what = statements[i].name;
     for (int step = preparing[i] ? 0 : 1; step < 2; ++step) {
@@ -214,7 +245,12 @@ StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStateme
 }
 
 StatusOr<PgResult> PgConn::ExecScript(const std::string& sql) {
-  ++statements_sent_;
+  ++round_trips_;
+  if (begin_ != nullptr) {
+    const std::string script = std::string(begin_) + "; " + sql;
+    begin_ = nullptr;
+    return Finish(PQsendQuery(conn_, script.c_str()) == 1, "statement");
+  }
   return Finish(PQsendQuery(conn_, sql.c_str()) == 1, "statement");
 }
 

@@ -76,15 +76,29 @@ class PgConn {
   // Runs `sql` (which may hold several statements) without parameters: migrations, BEGIN.
   StatusOr<PgResult> ExecScript(const std::string& sql);
 
+  // Holds `script` (BEGIN and any SET LOCAL, as statements separated by ';' with none inside
+  // one) to be sent ahead of the next Exec, ExecPipeline or ExecScript, in the same round
+  // trip (decision 0054): a transaction's BEGIN then costs no round trip of its own. Its
+  // failure is that call's. Until then no transaction is open.
+  void DeferBegin(const char* script) { begin_ = script; }
+  // Whether the deferred BEGIN is still unsent; ForgetBegin drops it unsent.
+  bool begin_pending() const { return begin_ != nullptr; }
+  void ForgetBegin() { begin_ = nullptr; }
+
   // False once the connection broke or a statement outlived its deadline (the server may
   // still be running it): such a connection is never reused.
   bool healthy() const { return !broken_ && PQstatus(conn_) == CONNECTION_OK; }
   // Healthy and outside any transaction: safe to hand to the next user.
   bool reusable() const { return healthy() && PQtransactionStatus(conn_) == PQTRANS_IDLE; }
-  // Statements sent since the last ResetCount(); lets callers retry safely when the very
-  // first statement found the connection dead.
-  int statements_sent() const { return statements_sent_; }
-  void ResetCount() { statements_sent_ = 0; }
+  // Round trips (Exec, ExecPipeline, ExecScript calls) since the last ResetCount(), and
+  // whether one of them outlived its deadline: lets InTransaction retry safely when its very
+  // first round trip found the connection dead.
+  int round_trips() const { return round_trips_; }
+  bool timed_out() const { return timed_out_; }
+  void ResetCount() {
+    round_trips_ = 0;
+    timed_out_ = false;
+  }
   // Idle here, but the server has ended the session (its FATAL notice or EOF is waiting on
   // the socket): the pool drops such a connection instead of handing it out.
   bool EndedByServer();
@@ -102,7 +116,9 @@ class PgConn {
   const PgConnOptions options_;
   bool broken_ = false;
   std::set<std::string> prepared_;
-  int statements_sent_ = 0;
+  const char* begin_ = nullptr;  // DeferBegin's script, until sent
+  int round_trips_ = 0;
+  bool timed_out_ = false;
 };
 
 class PgPool {
@@ -142,9 +158,12 @@ class PgPool {
 };
 
 // Runs `fn(conn)` inside BEGIN ... COMMIT on a pooled connection; rolls back on error.
-// If BEGIN fails because a pooled connection had died (the server restarted or ended the
-// session), retries on another connection, up to three times: nothing was applied, so
-// nothing can repeat.
+// BEGIN is deferred (PgConn::DeferBegin): it travels with fn's first statement, and a
+// transaction in which fn sent nothing is neither begun nor committed. If that first round
+// trip fails because a pooled connection had died (the server restarted or ended the
+// session), fn runs again on another connection, up to three times: nothing was applied,
+// so nothing can repeat, provided fn changes nothing outside the transaction before its
+// first statement's answer.
 template <typename T, typename Fn>
 StatusOr<T> InTransaction(PgPool& pool, Fn&& fn);
 // The same, begun by the script `begin` instead of a bare BEGIN, in the same round trip:

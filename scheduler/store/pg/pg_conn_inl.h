@@ -15,13 +15,15 @@ StatusOr<T> InTransaction(PgPool& pool, const char* begin, Fn&& fn) {
     if (!lease.ok()) return lease.status();
     PgConn& c = **lease;
     c.ResetCount();
-    auto begun = c.ExecScript(begin);
-    if (!begun.ok()) {
-      if (attempt < 3 && !c.healthy()) continue;
-      return begun.status();
-    }
+    c.DeferBegin(begin);
     StatusOr<T> result = fn(c);
+    if (c.begin_pending()) {  // fn sent nothing: there is no transaction to end
+      c.ForgetBegin();
+      return result;
+    }
     if (!result.ok()) {
+      // The first round trip, which carried BEGIN, found the connection dead: nothing ran.
+      if (attempt < 3 && !c.healthy() && c.round_trips() == 1 && !c.timed_out()) continue;
       if (c.healthy()) (void)c.ExecScript("ROLLBACK");
       return result.status();
     }

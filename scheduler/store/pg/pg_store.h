@@ -180,6 +180,11 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
  private:
   // The fence: the first statement of every engine write transaction (see JobStore).
   Status CheckLeaderFence(PgConn& c);
+  // The same in two halves, for the head of a pipeline: the fence's statement and the term
+  // it checks (NotLeader when this store holds none), then whether its result `r` held the
+  // lease (NotLeader otherwise, the term forgotten; the caller rolls back).
+  StatusOr<PgStatement> LeaderFence(std::int64_t* term);
+  Status FenceHeld(PgConn& c, const PgResult& r, std::int64_t term);
   // Why the term this store held has ended (reads the row), for the log.
   std::string LostReason(PgConn& c, std::int64_t term);
 

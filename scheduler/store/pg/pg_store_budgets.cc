@@ -57,13 +57,14 @@ struct Use {
   BudgetStatus status;
 };
 
+// `checked`: the caller has read pg::AnyBudgetStatement() and found a budget.
 StatusOr<std::vector<Use>> LoadUse(PgConn& c, std::optional<Timestamp> at,
-                                   std::optional<model::TeamId> team) {
-  if (!team) {
+                                   std::optional<model::TeamId> team, bool checked = false) {
+  if (!team && !checked) {
     // The use query is planned anew at each call (PostgreSQL finds no generic plan for it
     // cheaper), about a millisecond for its dozen joins; the cycle and the alerts ask for
     // every team's, and most clusters have no budget at all.
-    ASSIGN_OR_RETURN(auto any, c.Exec("budget_any", "SELECT EXISTS (SELECT 1 FROM team_budgets)"));
+    ASSIGN_OR_RETURN(auto any, c.Exec(pg::AnyBudgetStatement()));
     if (!any.Bool(0, 0)) return std::vector<Use>{};
   }
   ASSIGN_OR_RETURN(auto r, c.Exec("budget_use", kBudgetUse,
@@ -252,9 +253,14 @@ StatusOr<std::vector<BudgetAlert>> PgStore::FireBudgetAlerts(std::optional<Times
 
 namespace pg {
 
-StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at) {
+PgStatement AnyBudgetStatement() {
+  return {"budget_any", "SELECT EXISTS (SELECT 1 FROM team_budgets)", {}};
+}
+
+StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at,
+                                                    bool any_checked) {
   using Out = std::vector<BudgetAlert>;
-  ASSIGN_OR_RETURN(auto use, LoadUse(c, at, std::nullopt));
+  ASSIGN_OR_RETURN(auto use, LoadUse(c, at, std::nullopt, any_checked));
   Out fired;
   for (const auto& u : use) {
     const BudgetStatus& st = u.status;

@@ -648,101 +648,123 @@ std::string Reasons(const std::vector<T>& items) {
 
 StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
   return InTransaction<AppliedPlan>(pool_, [&](PgConn& c) -> StatusOr<AppliedPlan> {
-    RETURN_IF_ERROR(CheckLeaderFence(c));
-    AppliedPlan out;
-    int started = 0;
+    // One round trip for the fence and every write that needs no other's answer, with the
+    // deferred BEGIN (decision 0054). The fence goes first, so its lock is taken before any
+    // write; if it failed, the caller rolls back what the rest of the pipeline wrote.
+    std::int64_t term = 0;
+    ASSIGN_OR_RETURN(auto fence, LeaderFence(&term));
+    std::vector<PgStatement> head = {std::move(fence)};
+    std::optional<std::size_t> assigned;
     if (!plan.assignments.empty()) {
       const auto& as = plan.assignments;
+      assigned = head.size();
       // Batched: one statement starts every assignment whose job is still pending.
-      ASSIGN_OR_RETURN(
-          auto r,
-          c.Exec("apply_assignments",
-                 // Only onto nodes still live: a notice may have come since the snapshot.
-                 // The node rows are locked and their epoch read from the lock, not the
-                 // statement's snapshot: a registration committed meanwhile is seen (its new
-                 // epoch), and one still running waits for this transaction and then ends
-                 // what it assigned. Either way no attempt keeps a stale epoch.
-                 "WITH live AS (SELECT id, lease_epoch FROM nodes WHERE id = ANY($2::bigint[])"
-                 "   AND state = 'live' AND lease_expires_at > now() AND drained_at IS NULL"
-                 "   ORDER BY id FOR UPDATE),"
-                 // A job's parts (a gang spread over nodes) in plan order: rank 0 first.
-                 " t AS (SELECT t.*, (row_number() OVER w - 1)::int AS rank,"
-                 "   (count(*) OVER (PARTITION BY t.job_id))::int AS parts"
-                 "   FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
-                 "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
-                 "   WITH ORDINALITY AS t(job_id, node_id, gpus, reason, expected, ord)"
-                 "   WINDOW w AS (PARTITION BY t.job_id ORDER BY t.ord)),"
-                 " a AS (SELECT t.*, live.lease_epoch FROM t JOIN live ON live.id = t.node_id),"
-                 // All or nothing (decision 0032): a job starts only if every part's node
-                 // is still live; otherwise it stays pending and the next cycle re-plans it.
-                 " whole AS (SELECT job_id, min(reason) FILTER (WHERE rank = 0) AS reason,"
-                 "   max(parts) AS parts FROM a GROUP BY job_id HAVING count(*) = max(parts)),"
-                 " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
-                 "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
-                 "   reason = whole.reason FROM whole WHERE j.id = whole.job_id"
-                 // A gang has exactly its nodes' parts (a single-node job one part, or the
-                 // simulator's uneven spread); a policy that ignored `nodes` starts nothing.
-                 "   AND (j.nodes = 1 OR j.nodes = whole.parts)"
-                 "   AND j.state = 'pending'"
-                 "   RETURNING j.id, j.attempt_count, j.team_id, whole.reason),"
-                 // A gang's rendezvous port (decision 0032): per master node, the free
-                 // ports of 20000-29999 counted from a hash of its first new gang, the
-                 // n-th to its n-th new gang. Free: no live gang mastered there has it.
-                 " masters AS (SELECT a.job_id, a.node_id,"
-                 "   row_number() OVER m AS nth, first_value("
-                 FRUGAL_GANG_PORT_OFFSET("upd.id", "upd.attempt_count") ") OVER m AS start"
-                 "   FROM upd JOIN a ON a.job_id = upd.id WHERE a.rank = 0 AND a.parts > 1"
-                 "   WINDOW m AS (PARTITION BY a.node_id ORDER BY a.job_id)),"
-                 " used AS (SELECT x.node_id, x.master_port FROM attempts x WHERE x.node_id IN"
-                 "   (SELECT node_id FROM masters) AND x.ended_at IS NULL AND x.rank = 0"
-                 "   AND x.gang_size > 1 AND x.master_port IS NOT NULL),"
-                 " free AS (SELECT f.node_id, f.port, row_number() OVER (PARTITION BY f.node_id"
-                 "   ORDER BY f.k) AS nth FROM (SELECT m.node_id, k, 20000 + ((m.start + k)"
-                 "   % 10000)::int AS port FROM (SELECT DISTINCT node_id, start FROM masters"
-                 "   WHERE nth = 1) m, generate_series(0, 9999) k) f WHERE NOT EXISTS (SELECT 1"
-                 "   FROM used WHERE used.node_id = f.node_id AND used.master_port = f.port)),"
-                 " ports AS (SELECT masters.job_id, free.port FROM masters JOIN free ON"
-                 "   free.node_id = masters.node_id AND free.nth = masters.nth),"
-                 " ins AS (INSERT INTO attempts (job_id, team_id, number, rank, gang_size,"
-                 "   node_id, gpus, lease_epoch, expected_cost_micros, master_port)"
-                 "   SELECT upd.id, upd.team_id,"
-                 "   upd.attempt_count, a.rank, a.parts, a.node_id, a.gpus, a.lease_epoch,"
-                 "   greatest(a.expected, 0), ports.port"
-                 "   FROM upd JOIN a ON a.job_id = upd.id LEFT JOIN ports ON ports.job_id = upd.id"
-                 "   RETURNING job_id),"
-                 " ev AS (INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                 "   SELECT id, 'state_changed', 'pending', 'running', reason FROM upd)"
-                 " SELECT count(DISTINCT job_id) FROM ins",
-                 {IntArray(as, [](auto& a) { return a.job_id; }),
-                  IntArray(as, [](auto& a) { return a.node_id; }),
-                  IntArray(as, [](auto& a) { return a.gpus; }), Reasons(as),
-                  IntArray(as, [](auto& a) { return a.expected_cost; })}));
-      started = static_cast<int>(r.Int(0, 0));
+      head.push_back(
+          {"apply_assignments",
+           // Only onto nodes still live: a notice may have come since the snapshot.
+           // The node rows are locked and their epoch read from the lock, not the
+           // statement's snapshot: a registration committed meanwhile is seen (its new
+           // epoch), and one still running waits for this transaction and then ends
+           // what it assigned. Either way no attempt keeps a stale epoch.
+           "WITH live AS (SELECT id, lease_epoch FROM nodes WHERE id = ANY($2::bigint[])"
+           "   AND state = 'live' AND lease_expires_at > now() AND drained_at IS NULL"
+           "   ORDER BY id FOR UPDATE),"
+           // A job's parts (a gang spread over nodes) in plan order: rank 0 first.
+           " t AS (SELECT t.*, (row_number() OVER w - 1)::int AS rank,"
+           "   (count(*) OVER (PARTITION BY t.job_id))::int AS parts"
+           "   FROM unnest($1::bigint[], $2::bigint[], $3::int[],"
+           "   ARRAY(SELECT jsonb_array_elements_text($4::jsonb)), $5::bigint[])"
+           "   WITH ORDINALITY AS t(job_id, node_id, gpus, reason, expected, ord)"
+           "   WINDOW w AS (PARTITION BY t.job_id ORDER BY t.ord)),"
+           " a AS (SELECT t.*, live.lease_epoch FROM t JOIN live ON live.id = t.node_id),"
+           // All or nothing (decision 0032): a job starts only if every part's node
+           // is still live; otherwise it stays pending and the next cycle re-plans it.
+           " whole AS (SELECT job_id, min(reason) FILTER (WHERE rank = 0) AS reason,"
+           "   max(parts) AS parts FROM a GROUP BY job_id HAVING count(*) = max(parts)),"
+           " upd AS (UPDATE jobs j SET state = 'running', attempt_count = j.attempt_count + 1,"
+           "   started_at = coalesce(j.started_at, now()), updated_at = now(),"
+           "   reason = whole.reason FROM whole WHERE j.id = whole.job_id"
+           // A gang has exactly its nodes' parts (a single-node job one part, or the
+           // simulator's uneven spread); a policy that ignored `nodes` starts nothing.
+           "   AND (j.nodes = 1 OR j.nodes = whole.parts)"
+           "   AND j.state = 'pending'"
+           "   RETURNING j.id, j.attempt_count, j.team_id, whole.reason),"
+           // A gang's rendezvous port (decision 0032): per master node, the free
+           // ports of 20000-29999 counted from a hash of its first new gang, the
+           // n-th to its n-th new gang. Free: no live gang mastered there has it.
+           " masters AS (SELECT a.job_id, a.node_id,"
+           "   row_number() OVER m AS nth, first_value(" FRUGAL_GANG_PORT_OFFSET(
+               "upd.id",
+               "upd.attempt_count") ") OVER m AS start"
+                                    "   FROM upd JOIN a ON a.job_id = upd.id WHERE a.rank = 0 AND "
+                                    "a.parts > 1"
+                                    "   WINDOW m AS (PARTITION BY a.node_id ORDER BY a.job_id)),"
+                                    " used AS (SELECT x.node_id, x.master_port FROM attempts x "
+                                    "WHERE x.node_id IN"
+                                    "   (SELECT node_id FROM masters) AND x.ended_at IS NULL AND "
+                                    "x.rank = 0"
+                                    "   AND x.gang_size > 1 AND x.master_port IS NOT NULL),"
+                                    " free AS (SELECT f.node_id, f.port, row_number() OVER "
+                                    "(PARTITION BY f.node_id"
+                                    "   ORDER BY f.k) AS nth FROM (SELECT m.node_id, k, 20000 + "
+                                    "((m.start + k)"
+                                    "   % 10000)::int AS port FROM (SELECT DISTINCT node_id, start "
+                                    "FROM masters"
+                                    "   WHERE nth = 1) m, generate_series(0, 9999) k) f WHERE NOT "
+                                    "EXISTS (SELECT 1"
+                                    "   FROM used WHERE used.node_id = f.node_id AND "
+                                    "used.master_port = f.port)),"
+                                    " ports AS (SELECT masters.job_id, free.port FROM masters JOIN "
+                                    "free ON"
+                                    "   free.node_id = masters.node_id AND free.nth = masters.nth),"
+                                    " ins AS (INSERT INTO attempts (job_id, team_id, number, rank, "
+                                    "gang_size,"
+                                    "   node_id, gpus, lease_epoch, expected_cost_micros, "
+                                    "master_port)"
+                                    "   SELECT upd.id, upd.team_id,"
+                                    "   upd.attempt_count, a.rank, a.parts, a.node_id, a.gpus, "
+                                    "a.lease_epoch,"
+                                    "   greatest(a.expected, 0), ports.port"
+                                    "   FROM upd JOIN a ON a.job_id = upd.id LEFT JOIN ports ON "
+                                    "ports.job_id = upd.id"
+                                    "   RETURNING job_id),"
+                                    " ev AS (INSERT INTO job_events (job_id, kind, from_state, "
+                                    "to_state, message)"
+                                    "   SELECT id, 'state_changed', 'pending', 'running', reason "
+                                    "FROM upd)"
+                                    " SELECT count(DISTINCT job_id) FROM ins",
+           {IntArray(as, [](auto& a) { return a.job_id; }),
+            IntArray(as, [](auto& a) { return a.node_id; }),
+            IntArray(as, [](auto& a) { return a.gpus; }), Reasons(as),
+            IntArray(as, [](auto& a) { return a.expected_cost; })}});
     }
     if (!plan.waits.empty()) {
-      RETURN_IF_ERROR(
-          c.Exec("apply_waits",
-                 "UPDATE jobs j SET reason = w.reason FROM unnest($1::bigint[],"
-                 " ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS w(job_id, reason)"
-                 " WHERE j.id = w.job_id AND j.state = 'pending' AND j.reason <> w.reason",
-                 {IntArray(plan.waits, [](auto& w) { return w.job_id; }), Reasons(plan.waits)})
-              .status());
+      head.push_back(
+          {"apply_waits",
+           "UPDATE jobs j SET reason = w.reason FROM unnest($1::bigint[],"
+           " ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS w(job_id, reason)"
+           " WHERE j.id = w.job_id AND j.state = 'pending' AND j.reason <> w.reason",
+           {IntArray(plan.waits, [](auto& w) { return w.job_id; }), Reasons(plan.waits)}});
     }
     if (!plan.holds.empty()) {
-      RETURN_IF_ERROR(
-          c.Exec("apply_holds",
-                 "WITH w AS (SELECT * FROM unnest($1::bigint[],"
-                 "   ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS t(job_id, reason)),"
-                 // Held, not ended: the owner sees why and may cancel or resubmit.
-                 " upd AS (UPDATE jobs j SET state = 'held', reason = w.reason,"
-                 "   updated_at = now() FROM w"
-                 "   WHERE j.id = w.job_id AND j.state = 'pending' RETURNING j.id, w.reason)"
-                 " INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
-                 " SELECT id, 'state_changed', 'pending', 'held', reason FROM upd",
-                 {IntArray(plan.holds, [](auto& w) { return w.job_id; }),
-                  Reasons(plan.holds)})
-              .status());
+      head.push_back(
+          {"apply_holds",
+           "WITH w AS (SELECT * FROM unnest($1::bigint[],"
+           "   ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) AS t(job_id, reason)),"
+           // Held, not ended: the owner sees why and may cancel or resubmit.
+           " upd AS (UPDATE jobs j SET state = 'held', reason = w.reason,"
+           "   updated_at = now() FROM w"
+           "   WHERE j.id = w.job_id AND j.state = 'pending' RETURNING j.id, w.reason)"
+           " INSERT INTO job_events (job_id, kind, from_state, to_state, message)"
+           " SELECT id, 'state_changed', 'pending', 'held', reason FROM upd",
+           {IntArray(plan.holds, [](auto& w) { return w.job_id; }), Reasons(plan.holds)}});
     }
+    // Whether the alerts below have any budget to read (most clusters have none).
+    head.push_back(pg::AnyBudgetStatement());
+    ASSIGN_OR_RETURN(auto r, c.ExecPipeline(head));
+    RETURN_IF_ERROR(FenceHeld(c, r.front(), term));
+    AppliedPlan out;
+    const int started = assigned ? static_cast<int>(r[*assigned].Int(0, 0)) : 0;
     // The idle orders after the assignments, which lock their nodes first: a heartbeat
     // locks its node, then its attempts, so a transaction that locked an attempt before a
     // node could deadlock with one. Before the policy's stops, which DecideCycle has
@@ -779,7 +801,9 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
     }
     out.started = started;
     // Last, so the spending includes what this plan committed.
-    ASSIGN_OR_RETURN(out.alerts, pg::FireBudgetAlerts(c, std::nullopt));
+    if (r.back().Bool(0, 0)) {
+      ASSIGN_OR_RETURN(out.alerts, pg::FireBudgetAlerts(c, std::nullopt, /*any_checked=*/true));
+    }
     return out;
   });
 }

@@ -180,8 +180,13 @@ StatusOr<ConfigChange> SetTeamIdlePolicyTx(PgConn& c, const Principal& actor,
 // (pg_store_guardrails.cc).
 StatusOr<int> ApplyIdleActions(PgConn& c, const std::vector<model::IdleAction>& actions);
 // In the caller's transaction, after its fence: KeeperStore::FireBudgetAlerts
-// (pg_store_budgets.cc).
-StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at);
+// (pg_store_budgets.cc). With `any_checked` the caller has already read
+// AnyBudgetStatement() in this transaction and found a budget (most clusters have none:
+// the check goes in the caller's pipeline, and this is called only when it is true).
+StatusOr<std::vector<BudgetAlert>> FireBudgetAlerts(PgConn& c, std::optional<Timestamp> at,
+                                                    bool any_checked = false);
+// Whether any team has a budget: one row, one boolean.
+PgStatement AnyBudgetStatement();
 }  // namespace pg
 
 }  // namespace frugal::store

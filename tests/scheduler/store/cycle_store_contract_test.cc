@@ -189,6 +189,35 @@ TYPED_TEST(CycleStoreContractTest, OneLeaderAtATimeAndTheFenceRefusesTheOthers) 
   EXPECT_EQ(back->term, this->term_ + 2);
 }
 
+// A deposed leader's plan writes nothing: in PostgreSQL the fence runs in the same
+// pipeline as the writes (decision 0054), and what they wrote is rolled back with it.
+TYPED_TEST(CycleStoreContractTest, ADeposedLeadersPlanWritesNothing) {
+  const auto n1 = this->b_.AddNode("n1", 8);
+  const auto placed = this->b_.AddJob(1);
+  const auto waiting = this->b_.AddJob(1);
+  auto other = this->b_.Another();
+  this->b_.ExpireLeaderLease();
+  auto took = other->TryLeadership(std::chrono::hours(1));
+  ASSERT_TRUE(took.ok()) << took.status().ToString();
+  ASSERT_TRUE(took->leader);
+  model::Plan plan = this->Start(placed, n1, 1);
+  plan.waits.push_back({waiting, "waiting: for the deposed leader"});
+  EXPECT_TRUE(IsNotLeader(this->store().ApplyPlan(plan).status()));
+  model::Snapshot s = this->Snapshot();
+  EXPECT_TRUE(s.running.empty());
+  ASSERT_EQ(s.pending.size(), 2u);
+  for (const auto& j : s.pending) EXPECT_NE(j.reason, "waiting: for the deposed leader");
+  // The same plan from the leader starts the job and stores the reason.
+  auto applied = other->ApplyPlan(plan);
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(applied->started, 1);
+  s = this->Snapshot();
+  ASSERT_EQ(s.running.size(), 1u);
+  EXPECT_EQ(s.running[0].job_id, placed);
+  ASSERT_EQ(s.pending.size(), 1u);
+  EXPECT_EQ(s.pending[0].reason, "waiting: for the deposed leader");
+}
+
 TYPED_TEST(CycleStoreContractTest, TheSnapshotHasPendingJobsInClaimOrderAndOnlyLiveNodes) {
   const auto n1 = this->b_.AddNode("n1", 8);
   const auto n2 = this->b_.AddNode("n2", 8);

@@ -1,4 +1,5 @@
-// PgConn's pipeline and InTransaction's begin script, on a real PostgreSQL.
+// PgConn's pipeline and InTransaction's begin script, sent with the first statement
+// (decision 0054), on a real PostgreSQL.
 #include "scheduler/store/pg/pg_conn.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +99,86 @@ TEST(PgConnTest, InTransactionBeginsWithItsScript) {
   });
   ASSERT_TRUE(after.ok()) << after.status().ToString();
   EXPECT_EQ(*after, "auto");
+}
+
+// The deferred BEGIN goes with whichever call comes first, and what follows is in the same
+// transaction: one transaction id throughout, the script's settings in force.
+TEST(PgConnTest, TheDeferredBeginGoesWithTheFirstCallOfEachKind) {
+  PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
+  const char* kBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL work_mem = '7MB'";
+  const std::string kInBlock =
+      "SELECT txid_current()::text || ',' ||"
+      " current_setting('transaction_isolation') || ',' ||"
+      " current_setting('work_mem')";
+  for (const std::string first : {"exec", "pipeline", "script"}) {
+    auto r = InTransaction<std::string>(pool, kBegin, [&](PgConn& c) -> StatusOr<std::string> {
+      EXPECT_TRUE(c.begin_pending());
+      std::string seen;
+      if (first == "exec") {
+        ASSIGN_OR_RETURN(auto a, c.Exec("in_block", kInBlock));
+        seen = a.Text(0, 0);
+      } else if (first == "pipeline") {
+        ASSIGN_OR_RETURN(auto a, c.ExecPipeline({{"in_block", kInBlock, {}}}));
+        seen = a[0].Text(0, 0);
+      } else {
+        ASSIGN_OR_RETURN(auto a, c.ExecScript(kInBlock));
+        seen = a.Text(0, 0);
+      }
+      EXPECT_FALSE(c.begin_pending());
+      EXPECT_EQ(c.round_trips(), 1);
+      ASSIGN_OR_RETURN(auto b, c.Exec("in_block", kInBlock));
+      if (b.Text(0, 0) != seen) return Internal(first + ": " + seen + " then " + b.Text(0, 0));
+      return seen;
+    });
+    ASSERT_TRUE(r.ok()) << first << ": " << r.status().ToString();
+    EXPECT_NE(r->find(",repeatable read,7MB"), std::string::npos) << first << ": " << *r;
+  }
+}
+
+// A failure in the round trip that carried BEGIN rolls back what that round trip wrote, and
+// a transaction in which nothing was sent is neither begun nor committed.
+TEST(PgConnTest, TheDeferredBeginRollsBackWithItsFirstStatementAndCostsNothingUnsent) {
+  PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
+  ASSERT_TRUE(InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+                RETURN_IF_ERROR(c.ExecScript("CREATE TABLE t (v int CHECK (v > 0))").status());
+                return 0;
+              }).ok());
+  auto failed = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto r,
+                     c.ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"1"}},
+                                     {"insert_v", "INSERT INTO t VALUES ($1::int)", {"-1"}}}));
+    return static_cast<int>(r.size());
+  });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kFailedPrecondition) << failed.status().ToString();
+  // A later write commits: the first insert was rolled back, not left in a transaction.
+  auto count = InTransaction<std::int64_t>(pool, [](PgConn& c) -> StatusOr<std::int64_t> {
+    RETURN_IF_ERROR(c.Exec("insert_v", "INSERT INTO t VALUES ($1::int)", {"2"}).status());
+    ASSIGN_OR_RETURN(auto r, c.Exec("count_t", "SELECT count(*), sum(v) FROM t"));
+    return r.Int(0, 0) * 100 + r.Int(0, 1);
+  });
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  EXPECT_EQ(*count, 102);
+  // Nothing sent: the answer comes back as it is, and the one pooled connection is idle.
+  auto nothing = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+    EXPECT_TRUE(c.begin_pending());
+    return 5;
+  });
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_EQ(*nothing, 5);
+  auto refused = InTransaction<int>(pool, [](PgConn&) -> StatusOr<int> {
+    return InvalidArgument("refused before any statement");
+  });
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  EXPECT_TRUE((**lease).reusable());
+  EXPECT_FALSE((**lease).begin_pending());
+  auto open = (**lease).ExecScript(
+      "SELECT count(*) FROM pg_stat_activity"
+      " WHERE datname = current_database() AND state LIKE 'idle in%'");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->Int(0, 0), 0);
 }
 
 }  // namespace
