@@ -106,7 +106,9 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
   // Data and constraint errors reach API clients: only the primary line, which names the
   // constraint but not the values (DETAIL and CONTEXT may quote parameters).
   const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-  if (primary && (sqlstate.rfind("22", 0) == 0 || sqlstate.rfind("23", 0) == 0)) msg = primary;
+  if (primary && (sqlstate.rfind("22", 0) == 0 || sqlstate.rfind("23", 0) == 0 ||
+                  sqlstate.rfind("FR", 0) == 0))
+    msg = primary;
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   if (r) PQclear(r);
   // No SQLSTATE: libpq's own error, i.e. the connection broke (a killed backend, a restart)
@@ -118,6 +120,9 @@ Status PgConn::ToStatus(PGresult* r, const std::string& what) {
     return Unavailable("database unavailable: " + msg);
   }
   if (sqlstate == "23505") return Conflict(what + ": " + msg);
+  // Class FR: raised by Frugal's own functions (the leader fence, migration 0031), whose
+  // message is the whole answer.
+  if (sqlstate.rfind("FR", 0) == 0) return FailedPrecondition(msg);
   if (sqlstate.rfind("23", 0) == 0 || sqlstate.rfind("22", 0) == 0) {
     return FailedPrecondition(what + ": " + msg);
   }
@@ -166,7 +171,9 @@ StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStateme
   if (begin_ != nullptr) {
     for (const char* p = begin_;; ++p) {
       const char* end = std::strchr(p, ';');
-      begin.emplace_back(p, end ? end : p + std::strlen(p));
+      std::string statement(p, end ? end : p + std::strlen(p));
+      if (statement.find_first_not_of(" \t\n") != std::string::npos)
+        begin.push_back(std::move(statement));
       if (!end) break;
       p = end;
     }
@@ -203,7 +210,8 @@ StatusOr<std::vector<PgResult>> PgConn::ExecPipeline(const std::vector<PgStateme
     PGresult* r = AwaitNext("BEGIN", error);
     if (r == nullptr) return error;
     const auto st = PQresultStatus(r);
-    if (st == PGRES_COMMAND_OK || st == PGRES_PIPELINE_ABORTED || !first.ok()) {
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_PIPELINE_ABORTED ||
+        !first.ok()) {
       PQclear(r);
     } else {
       first = ToStatus(r, "BEGIN");
@@ -291,6 +299,9 @@ StatusOr<PgPool::Lease> PgPool::Acquire(std::chrono::milliseconds wait) {
 }
 
 void PgPool::Release(std::unique_ptr<PgConn> c) {
+  // A begin still unsent (its function threw before any statement) must not ride with the
+  // next user's first statement, which would then never commit.
+  c->ForgetBegin();
   std::lock_guard<std::mutex> lock(mu_);
   if (c->reusable()) {
     idle_.push_back(std::move(c));

@@ -177,12 +177,12 @@ enum class Repeat { kReads, kNever };
 // Runs `fn(conn)` on a pooled connection without BEGIN and COMMIT: each statement commits
 // on its own, with its own snapshot. For a single statement, or for statements whose
 // facts cannot change between them (a job's team, rows that are never deleted); it saves
-// the two round trips of BEGIN and COMMIT, which for a one-statement read are two thirds
-// of its cost (decision 0039). With Repeat::kReads a failure that left the connection
-// unusable (the server restarted or ended the session, or a statement outlived its
-// deadline) is retried on another connection, up to three times, as InTransaction retries
-// its BEGIN: on a hung server a read can so wait four deadlines. A write is never
-// repeated, since the server may have committed it.
+// COMMIT's round trip (and BEGIN's, before decision 0054 sent it with the first
+// statement), half the cost of a one-statement read (decision 0039). With Repeat::kReads
+// a failure that left the connection unusable (the server restarted or ended the session,
+// or a statement outlived its deadline) is retried on another connection, up to three
+// times: on a hung server a read can so wait four deadlines. A write is never repeated,
+// since the server may have committed it.
 template <typename T, typename Fn>
 StatusOr<T> Autocommit(PgPool& pool, Repeat repeat, Fn&& fn);
 

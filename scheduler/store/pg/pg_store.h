@@ -180,11 +180,13 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
  private:
   // The fence: the first statement of every engine write transaction (see JobStore).
   Status CheckLeaderFence(PgConn& c);
-  // The same in two halves, for the head of a pipeline: the fence's statement and the term
-  // it checks (NotLeader when this store holds none), then whether its result `r` held the
-  // lease (NotLeader otherwise, the term forgotten; the caller rolls back).
+  // The same in two halves, for the head of a pipeline (decision 0054): the fence's
+  // statement and the term it checks (NotLeader when this store holds none; the statement
+  // fails with NotLeader when the term has ended, and the server skips what follows it),
+  // then `st`, the status of the call that sent it, with the term forgotten when it is
+  // NotLeader.
   StatusOr<PgStatement> LeaderFence(std::int64_t* term);
-  Status FenceHeld(PgConn& c, const PgResult& r, std::int64_t term);
+  Status FenceChecked(const Status& st, std::int64_t term);
   // Why the term this store held has ended (reads the row), for the log.
   std::string LostReason(PgConn& c, std::int64_t term);
 

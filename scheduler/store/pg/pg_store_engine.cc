@@ -649,8 +649,9 @@ std::string Reasons(const std::vector<T>& items) {
 StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
   return InTransaction<AppliedPlan>(pool_, [&](PgConn& c) -> StatusOr<AppliedPlan> {
     // One round trip for the fence and every write that needs no other's answer, with the
-    // deferred BEGIN (decision 0054). The fence goes first, so its lock is taken before any
-    // write; if it failed, the caller rolls back what the rest of the pipeline wrote.
+    // deferred BEGIN (decision 0054). The fence goes first: its lock is taken before any
+    // write, and when the term has ended it raises, so the server skips every write behind
+    // it and nothing is written or locked.
     std::int64_t term = 0;
     ASSIGN_OR_RETURN(auto fence, LeaderFence(&term));
     std::vector<PgStatement> head = {std::move(fence)};
@@ -761,8 +762,9 @@ StatusOr<AppliedPlan> PgStore::ApplyPlan(const model::Plan& plan) {
     }
     // Whether the alerts below have any budget to read (most clusters have none).
     head.push_back(pg::AnyBudgetStatement());
-    ASSIGN_OR_RETURN(auto r, c.ExecPipeline(head));
-    RETURN_IF_ERROR(FenceHeld(c, r.front(), term));
+    auto sent = c.ExecPipeline(head);
+    if (!sent.ok()) return FenceChecked(sent.status(), term);
+    const std::vector<PgResult>& r = *sent;
     AppliedPlan out;
     const int started = assigned ? static_cast<int>(r[*assigned].Int(0, 0)) : 0;
     // The idle orders after the assignments, which lock their nodes first: a heartbeat

@@ -126,35 +126,29 @@ StatusOr<PgStatement> PgStore::LeaderFence(std::int64_t* term) {
     ttl = lease_ttl_;
   }
   if (*term == 0) return NotLeader("this scheduler holds no leader term");
-  // The lease row stays locked FOR SHARE until commit. If this process freezes inside the
-  // transaction, the server ends the session after a lease's length of silence and the
-  // lock goes with it, so a standby is held up at most that long. Both in one statement
-  // (decision 0048): every engine write pays this round trip. Where no row comes back the
-  // timeout may have been set all the same (a takeover's update rechecked after the wait);
-  // it is local to the transaction, which the caller rolls back.
+  // frugal_leader_fence (migration 0031) raises NotLeader's error when the term is not held,
+  // which aborts whatever was sent behind it. Otherwise the lease row stays locked FOR SHARE
+  // until commit, and if this process freezes inside the transaction the server ends the
+  // session after a lease's length of silence (idle_in_transaction_session_timeout, set by
+  // the same call; decision 0048), so a standby is held up at most that long.
   return PgStatement{"leader_fence",
-                     "SELECT set_config('idle_in_transaction_session_timeout',"
-                     " $3, true) FROM leader_lease WHERE term = $1 AND holder = $2"
-                     " AND expires_at > clock_timestamp() FOR SHARE",
+                     "SELECT frugal_leader_fence($1, $2, $3)",
                      {std::to_string(*term), instance_id_,
                       std::to_string(std::max<std::int64_t>(ttl.count(), 1000))}};
 }
 
-Status PgStore::FenceHeld(PgConn& c, const PgResult& r, std::int64_t term) {
-  if (r.rows() == 1) return Status::Ok();
-  {
+Status PgStore::FenceChecked(const Status& st, std::int64_t term) {
+  if (IsNotLeader(st)) {
     std::lock_guard<std::mutex> lock(leader_mu_);
     if (term_ == term) term_ = 0;
   }
-  return NotLeader("term " + std::to_string(term) + " has ended (" + LostReason(c, term) +
-                   "); nothing was written");
+  return st;
 }
 
 Status PgStore::CheckLeaderFence(PgConn& c) {
   std::int64_t term = 0;
   ASSIGN_OR_RETURN(auto fence, LeaderFence(&term));
-  ASSIGN_OR_RETURN(auto r, c.Exec(fence));
-  return FenceHeld(c, r, term);
+  return FenceChecked(c.Exec(fence).status(), term);
 }
 
 }  // namespace frugal::store

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "scheduler/store/cycle_store.h"
 #include "tests/testing/test_postgres.h"
 
 namespace frugal::store {
@@ -179,6 +180,29 @@ TEST(PgConnTest, TheDeferredBeginRollsBackWithItsFirstStatementAndCostsNothingUn
       " WHERE datname = current_database() AND state LIKE 'idle in%'");
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->Int(0, 0), 0);
+}
+
+// The leader fence (migration 0031) raises NotLeader's error for a term not held, and the
+// server skips what was sent behind it: a deposed leader's pipeline takes no lock even
+// before its transaction is rolled back.
+TEST(PgConnTest, AFailedLeaderFenceSkipsWhatWasSentBehindIt) {
+  const std::string db = testing::TestPostgres::Get().NewDatabase();
+  auto c = PgConn::Connect(db);
+  auto other = PgConn::Connect(db);
+  ASSERT_TRUE(c.ok() && other.ok());
+  ASSERT_TRUE((*c)->ExecScript("BEGIN").ok());
+  auto r = (*c)->ExecPipeline(
+      {{"fence", "SELECT frugal_leader_fence($1, $2, $3)", {"999", "nobody", "6000"}},
+       {"lock", "SELECT pg_advisory_xact_lock(4242)", {}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(IsNotLeader(r.status())) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("term 999 has ended"), std::string::npos)
+      << r.status().ToString();
+  // Still inside that transaction: the lock behind the fence was never taken.
+  auto probe = (*other)->ExecScript("SELECT pg_try_advisory_lock(4242)");
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  EXPECT_TRUE(probe->Bool(0, 0));
+  EXPECT_TRUE((*c)->ExecScript("ROLLBACK").ok());
 }
 
 }  // namespace
