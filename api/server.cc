@@ -288,9 +288,18 @@ struct ApiServer::Impl {
       : ready([&store] { return store.Ping(); }, kReadyWait),
         // Users: two connections fewer than the pool, and one more for the leader of the
         // grouped submits, who runs outside the lane (decision 0047).
-        lanes(std::max(1, options.db_pool_size - 3), std::max(2, options.db_pool_size)),
+        // Waits hold a connection each, so as many may wait as the edge serves.
+        lanes(std::max(1, options.db_pool_size - 3), std::max(2, options.db_pool_size),
+              options.max_connections),
         submit(store, advisor, [&engine] { engine.KickForNewWork(); }),
-        ctx{store, workers, costs, engine, advisor, submit, options, &ready} {}
+        ctx{store, workers, costs, engine, advisor, submit, options, &ready},
+        server(Edge(options)) {}
+  static EdgeLimits Edge(const ApiOptions& options) {
+    EdgeLimits limits;
+    limits.max_connections = options.max_connections;
+    limits.max_per_client = std::min(limits.max_per_client, options.max_connections);
+    return limits;
+  }
   ReadyCheck ready;
   HandlerLanes lanes;
   service::SubmitService submit;

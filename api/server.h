@@ -44,6 +44,8 @@ struct ApiOptions {
   // of the grouped submits, decision 0047), so the worker protocol and the engine always find a
   // connection.
   int db_pool_size = 8;
+  // Open connections the edge serves at once (EdgeLimits::max_connections).
+  int max_connections = 512;
   // The exec provider's instances (issue 18): GET /v1/admin/instances and the
   // frugal_instances families of /metrics. Null: neither shows any.
   store::InstanceStore* instances = nullptr;

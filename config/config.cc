@@ -85,6 +85,8 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
     (key == "db_statement_timeout" ? c.db_statement_timeout : c.db_lock_timeout) = *d;
   } else if (key == "db_pool_size") {
     ASSIGN_OR_RETURN(c.db_pool_size, ParseInt(key, v, 1, 256));
+  } else if (key == "max_connections") {
+    ASSIGN_OR_RETURN(c.max_connections, ParseInt(key, v, 8, 65536));
   } else if (key == "max_pending_per_cycle") {
     ASSIGN_OR_RETURN(c.max_pending_per_cycle, ParseInt(key, v, 1, 1000000));
   } else if (key == "max_pending_per_team") {
@@ -103,15 +105,16 @@ Status SetKey(SchedulerConfig& c, const std::string& key, const std::string& v) 
       return InvalidArgument(key + " must be true or false, got '" + v + "'", key);
     c.learned_spot_control = v == "true";
   } else {
-    return InvalidArgument("unknown configuration key '" + key +
-                               "' (database_url, state_dir, listen, log_level, policy, "
-                               "cycle_interval, db_pool_size, db_statement_timeout, db_lock_timeout, "
-                               "max_pending_per_cycle, max_pending_per_team, lease_ttl, leader_lease_ttl, "
-                               "heartbeat_interval, availability_refit_interval, worker_bin, local_workers, "
-                               "exec_pools, min_run_time, restore_time, wait_horizon, "
-                               "max_wait_without_deadline, fair_share_half_life, "
-                               "max_preemptions_per_cycle, learned_spot_control)",
-                           key);
+    return InvalidArgument(
+        "unknown configuration key '" + key +
+            "' (database_url, state_dir, listen, log_level, policy, "
+            "cycle_interval, db_pool_size, max_connections, db_statement_timeout, db_lock_timeout, "
+            "max_pending_per_cycle, max_pending_per_team, lease_ttl, leader_lease_ttl, "
+            "heartbeat_interval, availability_refit_interval, worker_bin, local_workers, "
+            "exec_pools, min_run_time, restore_time, wait_horizon, "
+            "max_wait_without_deadline, fair_share_half_life, "
+            "max_preemptions_per_cycle, learned_spot_control)",
+        key);
   }
   return Status::Ok();
 }
@@ -144,13 +147,28 @@ StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& yaml_path, cons
     ASSIGN_OR_RETURN(std::string text, ScalarText(key, value));
     return SetKey(c, key, text);
   }));
-  const char* keys[] = {"database_url",          "listen",    "log_level",
-                        "policy",                "cycle_interval", "db_pool_size",
-                        "max_pending_per_cycle", "max_pending_per_team", "lease_ttl", "heartbeat_interval",
-                        "db_statement_timeout",  "db_lock_timeout", "leader_lease_ttl",
-                        "availability_refit_interval", "min_run_time", "restore_time",
-                        "wait_horizon", "max_wait_without_deadline", "fair_share_half_life",
-                        "max_preemptions_per_cycle", "learned_spot_control"};
+  const char* keys[] = {"database_url",
+                        "listen",
+                        "log_level",
+                        "policy",
+                        "cycle_interval",
+                        "db_pool_size",
+                        "max_pending_per_cycle",
+                        "max_pending_per_team",
+                        "lease_ttl",
+                        "heartbeat_interval",
+                        "db_statement_timeout",
+                        "db_lock_timeout",
+                        "leader_lease_ttl",
+                        "availability_refit_interval",
+                        "min_run_time",
+                        "restore_time",
+                        "wait_horizon",
+                        "max_wait_without_deadline",
+                        "fair_share_half_life",
+                        "max_preemptions_per_cycle",
+                        "learned_spot_control",
+                        "max_connections"};
   for (const char* key : keys) {
     std::string name = "FRUGAL_";
     for (const char* p = key; *p; ++p) name += static_cast<char>(std::toupper(*p));

@@ -26,6 +26,11 @@ struct SchedulerConfig {
   // loses the database). Must exceed cycle_interval (main refuses otherwise).
   Seconds leader_lease_ttl{6};
   int db_pool_size = 8;
+  // The API's open connections (decision 0018's edge, a thread each): more are answered 503
+  // and closed at once. Each node holds one for its dispatch poll and one more while it
+  // reports in a burst (decision 0053), so a scheduler serves about half this many busy
+  // nodes. The process's open-file limit is raised to fit at start (decision 0055).
+  int max_connections = 512;
   // Every pooled connection's statement_timeout and lock_timeout (decision 0018): a query
   // or lock wait longer than this fails with 503 instead of holding a connection.
   Seconds db_statement_timeout{30};

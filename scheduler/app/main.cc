@@ -1,12 +1,14 @@
 // frugal-scheduler: the REST API and the scheduling engine in one process. This file is
 // the wiring diagram: config -> database -> store -> policy -> engine -> API.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -18,16 +20,16 @@
 #include "config/config.h"
 #include "scheduler/app/embedded_db.h"
 #include "scheduler/app/policy_settings.h"
-#include "scheduler/engine/engine.h"
-#include "scheduler/service/advisor.h"
 #include "scheduler/engine/availability_refitter.h"
-#include "scheduler/engine/statistics_keeper.h"
+#include "scheduler/engine/engine.h"
 #include "scheduler/engine/spot_solver.h"
+#include "scheduler/engine/statistics_keeper.h"
 #include "scheduler/policy/placement/cost_policy.h"
 #include "scheduler/policy/policy.h"
 #include "scheduler/provider/exec_provider.h"
 #include "scheduler/provider/local_provider.h"
 #include "scheduler/provider/providers.h"
+#include "scheduler/service/advisor.h"
 #include "scheduler/store/pg/pg_store.h"
 
 namespace {
@@ -100,10 +102,34 @@ frugal::StatusOr<std::string> ProviderToken(frugal::store::PgStore& store,
   return token;
 }
 
+// Room for every connection the edge may hold, the database pool and the process's own
+// files (decision 0055): the soft open-file limit is raised to fit, up to the hard one.
+frugal::Status FitOpenFileLimit(const frugal::config::SchedulerConfig& cfg) {
+  const rlim_t need = static_cast<rlim_t>(cfg.max_connections) + cfg.db_pool_size + 256;
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return frugal::Status::Ok();
+  if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= need) return frugal::Status::Ok();
+  if (r.rlim_max != RLIM_INFINITY && r.rlim_max < need) {
+    return frugal::InvalidArgument(
+        "max_connections " + std::to_string(cfg.max_connections) + " needs " +
+            std::to_string(need) + " open files, but the hard limit is " +
+            std::to_string(r.rlim_max) +
+            ": raise it (ulimit -Hn, systemd's LimitNOFILE=) or lower max_connections",
+        "max_connections");
+  }
+  r.rlim_cur = need;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0) {
+    return frugal::Unavailable("could not raise the open-file limit to " + std::to_string(need) +
+                               ": " + std::strerror(errno));
+  }
+  return frugal::Status::Ok();
+}
+
 int Serve(const frugal::config::SchedulerConfig& cfg) {
   std::string host;
   int port;
   if (auto st = frugal::config::SplitHostPort(cfg.listen, host, port); !st.ok()) return Fail(st);
+  if (auto st = FitOpenFileLimit(cfg); !st.ok()) return Fail(st);
   const frugal::policy::PolicyConfig policy_config = frugal::app::PolicyConfigFor(cfg);
   auto policy = frugal::policy::MakePolicy(cfg.policy, policy_config);
   if (!policy.ok()) return Fail(policy.status());
@@ -163,9 +189,13 @@ int Serve(const frugal::config::SchedulerConfig& cfg) {
   // `why` ranks a job among the pending jobs a full cycle reads.
   frugal::service::Advisor advisor(store, policy_config, spot_book.get(),
                                    {cfg.max_pending_per_cycle, cfg.max_pending_per_team});
-  frugal::api::ApiServer server(store, store, store, engine, advisor,
-                                {cfg.lease_ttl, cfg.heartbeat_interval, 1 << 20,
-                                 cfg.db_pool_size, &store});
+  frugal::api::ApiOptions api_options;
+  api_options.lease_ttl = cfg.lease_ttl;
+  api_options.heartbeat_interval = cfg.heartbeat_interval;
+  api_options.db_pool_size = cfg.db_pool_size;
+  api_options.max_connections = cfg.max_connections;
+  api_options.instances = &store;
+  frugal::api::ApiServer server(store, store, store, engine, advisor, api_options);
   auto bound = server.Bind(host, port);
   if (!bound.ok()) return Fail(bound.status());
 

@@ -57,6 +57,15 @@ bool ClosedByServer(int fd) {
   return true;
 }
 
+// What the server sends within 5 s, up to the first 4 KiB (or its close).
+std::string ReadSome(int fd) {
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  const ssize_t n = recv(fd, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
 enum class Kind { kSlowHeader, kIdle, kPartialBody };
 
 struct Attacker {
@@ -169,6 +178,55 @@ TEST(SlowClientE2eTest, SlowAndHalfSentConnectionsDoNotStopHealthOrHeartbeats) {
   EXPECT_LT(max_health_ms, 5000);
   EXPECT_LT(max_heartbeat_ms, 5000);
   EXPECT_EQ(cut_slow, slow) << "a client trickling its header must be cut off";
+}
+
+// max_connections (decision 0055): that many connections are served, the next is answered
+// 503 at once, and a connection freed makes room again.
+TEST(SlowClientE2eTest, TheConnectionCapIsTheConfiguredOne) {
+  SchedulerProcess::Options o;
+  o.env = {{"FRUGAL_MAX_CONNECTIONS", "8"}};
+  SchedulerProcess sched(o);
+  const int port = PortOf(sched.url());
+  std::vector<int> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(Connect(port));
+    ASSERT_GE(held.back(), 0);
+  }
+  // Each is served: a request on the last one is answered.
+  ASSERT_TRUE(Send(held.back(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string answer = ReadSome(held.back());
+  EXPECT_NE(answer.find("HTTP/1.1 200"), std::string::npos) << answer;
+  // The ninth is refused without a thread: a 503 and the close.
+  const int ninth = Connect(port);
+  ASSERT_GE(ninth, 0);
+  answer = ReadSome(ninth);
+  EXPECT_NE(answer.find("HTTP/1.1 503"), std::string::npos) << answer;
+  close(ninth);
+  for (int fd : held) close(fd);
+  // Freed: a new client is served again (the server notices the closes within a poll).
+  bool served = false;
+  for (int i = 0; i < 50 && !served; ++i) {
+    served = sched.Call("GET", "/healthz", "", "").status == 200;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served);
+}
+
+// The open-file limit must hold max_connections: under a hard limit too low the scheduler
+// refuses to start and says what to change, before it opens anything.
+TEST(SlowClientE2eTest, AConnectionCapBeyondTheOpenFileLimitIsRefusedAtStart) {
+  TempDir dir("frugal-nofile");
+  ChildProcess low({"/bin/sh", "-c",
+                    "ulimit -n 600 && exec \"$0\" --listen 127.0.0.1:0"
+                    " --state-dir \"$1\" --database-url \"$2\"",
+                    FRUGAL_SCHEDULER_BIN, dir.path() + "/state", TestPostgres::Get().NewDatabase()},
+                   {{"FRUGAL_HOME", ""}, {"FRUGAL_MAX_CONNECTIONS", "1024"}}, dir.path() + "/low");
+  auto code = low.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << low.Stdout() << low.Stderr();
+  EXPECT_NE(*code, 0);
+  const std::string out = low.Stdout() + low.Stderr();
+  EXPECT_NE(out.find("max_connections 1024 needs 1288 open files"), std::string::npos) << out;
+  EXPECT_NE(out.find("hard limit is 600"), std::string::npos) << out;
 }
 
 TEST(SlowClientE2eTest, SecondSchedulerOnABusyPortExitsWithAClearError) {

@@ -108,6 +108,25 @@ TEST(ConfigTest, BadValuesAreRejected) {
   EXPECT_TRUE(SetKey(c, "listen", "127.0.0.1:0").ok());
 }
 
+TEST(ConfigTest, MaxConnectionsDefaultsTo512AndComesFromTheFileOrEnvironment) {
+  auto defaults = LoadSchedulerConfig("", NoEnv());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->max_connections, 512);
+  SchedulerConfig c;
+  EXPECT_FALSE(SetKey(c, "max_connections", "7").ok());
+  EXPECT_FALSE(SetKey(c, "max_connections", "65537").ok());
+  EXPECT_FALSE(SetKey(c, "max_connections", "many").ok());
+  EXPECT_TRUE(SetKey(c, "max_connections", "2048").ok());
+  EXPECT_EQ(c.max_connections, 2048);
+  auto env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "FRUGAL_MAX_CONNECTIONS") return "64";
+    return std::nullopt;
+  };
+  auto from_env = LoadSchedulerConfig("", env);
+  ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+  EXPECT_EQ(from_env->max_connections, 64);
+}
+
 }  // namespace
 }  // namespace frugal::config
 
