@@ -5,6 +5,7 @@
 #include <map>
 
 #include "bench/sim/cluster_policies.h"
+#include "bench/sim/frugal_controller.h"
 #include "scheduler/policy/cycle.h"
 
 namespace frugal::sim {
@@ -48,6 +49,18 @@ model::Snapshot FrugalCluster::SnapshotOf(const Cluster& c) const {
       m.preemption_prior_per_node_hour = prior_;
       m.preemption_rate_per_node_hour =
           model::LearnedPreemptionRate(prior_, c.PoolReclaims(p.id), c.PoolNodeHours(p.id));
+      const Market& market = setup.spot;
+      const int step = c.MarketStep();
+      const int end = OnlineFitEnd(market, step);
+      if (end > 0) {
+        auto& fitted = models_[{p.zone, end}];
+        if (!fitted) fitted = FitModel(market, p.zone, end);
+        m.availability = fitted;
+      }
+      const bool up = market.Up(p.zone, step);
+      int age = 0;
+      for (int j = step - 1; j >= 0 && market.Up(p.zone, j) == up && age < 100000; --j) ++age;
+      m.availability_now = {up, static_cast<std::int64_t>(age) * market.step_seconds};
     }
     s.pools.push_back(m);
   }

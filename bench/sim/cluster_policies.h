@@ -57,6 +57,9 @@ class FrugalCluster final : public ClusterPolicy {
   double prior_;
   int cycles_ = 0;
   std::map<int, int> starting_for_;  // job -> the node its provider started for it
+  // Each spot zone's model per daily refit, (zone, fit end) -> model: kept here, with the
+  // market this policy runs on, so every cycle between two refits shares its tables.
+  mutable std::map<std::pair<int, int>, std::shared_ptr<const model::AvailabilityModel>> models_;
 };
 
 }  // namespace frugal::sim

@@ -32,6 +32,13 @@ Cluster::Cluster(const ClusterSetup& setup, bool use_reserved) : setup_(setup), 
   }
 }
 
+int Cluster::MarketStep() const {
+  const Market& m = setup_.spot;
+  return m.steps <= 0
+             ? 0
+             : static_cast<int>((static_cast<long long>(now_) * 60 / m.step_seconds) % m.steps);
+}
+
 bool Cluster::ZoneUp(int zone) const {
   const Market& m = setup_.spot;
   if (m.steps <= 0) return false;

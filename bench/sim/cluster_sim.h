@@ -109,6 +109,7 @@ class Cluster {
   const std::vector<ClusterNode>& nodes() const { return nodes_; }  // present (not released)
   const std::vector<int>& pending() const { return pending_; }      // job indexes, by arrival
   bool ZoneUp(int zone) const;
+  int MarketStep() const;  // the spot market's step now
   double PoolPrice(int pool) const;
   int PoolGpus(int pool, bool launching_only) const;  // GPUs of its present nodes
   // Reclaims and node-hours so far in a spot pool (what the store learns its rate from).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 namespace frugal::sim {
@@ -34,25 +35,43 @@ constexpr int kRefitSeconds = 24 * 3600;
 // model object lets every run on a case share its solved tables (SpotBook keys on it).
 std::shared_ptr<const model::AvailabilityModel> ModelFor(const Market& m, int zone, int end) {
   static std::mutex mu;
-  static std::map<std::tuple<const void*, size_t, int, int>,
-                  std::shared_ptr<const model::AvailabilityModel>> cache;
+  static std::map<std::tuple<const void*, size_t, int, int, std::string, double, double>,
+                  std::shared_ptr<const model::AvailabilityModel>>
+      cache;
   const Zone& z = m.zones[zone];
   end = std::clamp(end, 0, static_cast<int>(z.up.size()));
-  // The zone's data, its length and the window identify the fit; the price vector's
-  // address tells apart zones of equal names in different markets while they live.
-  auto key = std::make_tuple(static_cast<const void*>(z.up.data()), z.up.size(), end, m.step_seconds);
+  // The zone's data, its length and the window identify the fit while the market lives.
+  // A market freed since may leave its address to another of the same length, so the
+  // zone's name and its outages and hours down before `end` are part of the key too.
+  auto prefix = [end](const std::vector<double>& v) {
+    return end < static_cast<int>(v.size()) ? v[end] : -1.0;
+  };
+  auto key = std::make_tuple(static_cast<const void*>(z.up.data()), z.up.size(), end,
+                             m.step_seconds, z.name, prefix(z.outages), prefix(z.down_hours));
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (cache.size() > 256) cache.clear();  // markets of earlier experiments are gone
-  auto fitted = std::make_shared<model::AvailabilityModel>(
-      model::AvailabilityModel::Empty(m.step_seconds, kModelBins));
-  fitted->AddSeries(std::vector<std::uint8_t>(z.up.begin(), z.up.begin() + end));
+  auto fitted = FitModel(m, zone, end);
   cache.emplace(key, fitted);
   return fitted;
 }
 
 }  // namespace
+
+std::shared_ptr<const model::AvailabilityModel> FitModel(const Market& m, int zone, int end) {
+  const Zone& z = m.zones[zone];
+  end = std::clamp(end, 0, static_cast<int>(z.up.size()));
+  auto fitted = std::make_shared<model::AvailabilityModel>(
+      model::AvailabilityModel::Empty(m.step_seconds, kModelBins));
+  fitted->AddSeries(std::vector<std::uint8_t>(z.up.begin(), z.up.begin() + end));
+  return fitted;
+}
+
+int OnlineFitEnd(const Market& m, int step) {
+  const int every = std::max(1, kRefitSeconds / static_cast<int>(m.step_seconds));
+  return std::clamp(step, 0, m.steps) / every * every;
+}
 
 Timestamp SimTime(const Market& m, int step) {
   return Timestamp{} + Seconds(kEpochSeconds + static_cast<std::int64_t>(step) * m.step_seconds);
@@ -87,10 +106,8 @@ model::Snapshot FrugalController::SnapshotFor(const StepView& v, bool pending) c
       p.mean_outage_hours = model::LearnedOutageHours(z.outages[past], z.down_hours[past]);
       // The learned controller's model: the series before `learn_until_step` (or, online,
       // before the last refit), never the job's future.
-      int end = options_.learn_until_step >= 0
-                    ? std::min(options_.learn_until_step, past)
-                    : past / std::max(1, kRefitSeconds / m.step_seconds) *
-                          std::max(1, kRefitSeconds / m.step_seconds);
+      int end = options_.learn_until_step >= 0 ? std::min(options_.learn_until_step, past)
+                                               : OnlineFitEnd(m, past);
       if (end > 0) p.availability = ModelFor(m, where, end);
       const bool up = m.Up(where, v.step);
       int age = 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "bench/sim/single_job_sim.h"
@@ -65,6 +66,13 @@ class FrugalController final : public Controller {
 // Ids in the simulated snapshot: job 1; pool zone+1 for spot, kOnDemandPool for on-demand.
 inline constexpr model::JobId kSimJob = 1;
 inline constexpr model::PoolId kOnDemandPool = 100;
+// The learned availability model of `zone` (the chain's bins of experiments 1-3) fitted on
+// the market's steps [0, end). A new object each call: callers that want runs on the same
+// past to share solved tables (the SpotBook keys on the model) keep the one they got.
+std::shared_ptr<const model::AvailabilityModel> FitModel(const Market& m, int zone, int end);
+// Where an online fit at `step` ends: the last daily refit at or before it (the store
+// refits in the background; a refit changes every table, which costs seconds to solve).
+int OnlineFitEnd(const Market& m, int step);
 // The simulated clock: market step 0 is this instant.
 Timestamp SimTime(const Market& m, int step);
 

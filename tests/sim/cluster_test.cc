@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "bench/sim/cluster_policies.h"
 #include "bench/sim/single_runs.h"
 
@@ -113,6 +115,64 @@ TEST(ClusterTest, FrugalMeetsEveryDeadlineAndUsesReservedBeforePaying) {
   Cluster c_od(s, false);
   AllOnDemandCluster od;
   EXPECT_LT(r.od_cost + r.spot_cost, c_od.Run(od).cost);
+}
+
+// Looks at the snapshot FrugalCluster builds each cycle, then lets it decide.
+class Watching final : public ClusterPolicy {
+ public:
+  explicit Watching(FrugalCluster& frugal) : frugal_(frugal) {}
+  std::string Name() const override { return "watching"; }
+  void Cycle(Cluster& c) override {
+    for (const auto& p : frugal_.SnapshotOf(c).pools)
+      if (p.kind == model::CapacityKind::kSpot) seen[c.now()] = p;
+    frugal_.Cycle(c);
+  }
+  std::map<int, model::Pool> seen;  // the spot pool, by minute
+
+ private:
+  FrugalCluster& frugal_;
+};
+
+TEST(ClusterTest, FrugalsSpotPoolCarriesTheModelLearnedFromTheZonesPastDays) {
+  // A zone up 50 minutes, down 10, for three days of minutes; jobs arrive all along.
+  std::string up;
+  for (int i = 0; i < 3 * 1440; ++i) up += i % 60 < 50 ? '1' : '0';
+  std::vector<ClusterJob> jobs;
+  for (int i = 0; i < 40; ++i)
+    jobs.push_back(MakeJob(i, 90 * i, 30, 90 * i + 200, model::Tolerance::kCheckpointed));
+  ClusterSetup s = MakeSetup(jobs, up, 0);
+  s.window = 3 * 1440;
+  policy::PolicyConfig config;
+  config.restore_time = Seconds(180);
+  config.spread_large_jobs = false;
+  config.solve_spot_tables_inline = true;
+  FrugalCluster frugal(policy::MakePolicy("placement/cost", config).value());
+  Watching watch(frugal);
+  Cluster c(s, false);
+  ClusterResult r = c.Run(watch);
+  EXPECT_EQ(r.unfinished, 0);
+  ASSERT_FALSE(watch.seen.empty());
+  int before = 0, first_day = 0, second_day = 0;
+  for (const auto& [minute, pool] : watch.seen) {
+    // What the zone shows now: up or down, and since when (whole minutes of its spell).
+    const bool zone_up = minute % 60 < 50;
+    EXPECT_EQ(pool.availability_now.up, zone_up) << "minute " << minute;
+    EXPECT_EQ(pool.availability_now.spell_seconds, 60 * (zone_up ? minute % 60 : minute % 60 - 50))
+        << "minute " << minute;
+    // The model: none before the first daily refit, then fitted on every day before now.
+    if (minute < 1440) {
+      EXPECT_EQ(pool.availability, nullptr) << "minute " << minute;
+      ++before;
+      continue;
+    }
+    ASSERT_NE(pool.availability, nullptr) << "minute " << minute;
+    EXPECT_DOUBLE_EQ(pool.availability->ObservedTicks(), 1440.0 * (minute / 1440))
+        << "minute " << minute;
+    (minute < 2880 ? first_day : second_day)++;
+  }
+  EXPECT_GT(before, 0);
+  EXPECT_GT(first_day, 0);
+  EXPECT_GT(second_day, 0);
 }
 
 }  // namespace
