@@ -188,6 +188,8 @@ class PgCluster {
   stop() {
     if (!this.started) return;
     this.started = false;
+    for (const c of (this.clients || new Map()).values()) c.end().catch(() => {});
+    this.clients = new Map();
     spawnSync(path.join(this.bin, "pg_ctl"), ["stop", "-w", "-m", "fast", "-D", this.data],
               Object.assign({ stdio: "ignore" }, this.asUser));
   }
@@ -202,18 +204,37 @@ class PgCluster {
     return Object.assign({ host: this.socketDir, port: this.port, user: this.user, database: db }, extra);
   }
 
+  // The benchmark's own queries (the drains' progress polls among them) go over one kept
+  // connection per database: a connection per poll started a backend every 100 ms, whose
+  // cost fell on whichever system was being measured.
   async query(db, sql, params) {
-    const c = new pg.Client(this.pgConfig(db));
-    await c.connect();
-    try {
-      return await c.query(sql, params);
-    } finally {
-      await c.end();
+    this.clients = this.clients || new Map();
+    let c = this.clients.get(db);
+    if (!c) {
+      c = new pg.Client(this.pgConfig(db));
+      c.on("error", () => this.clients.delete(db));
+      this.clients.set(db, c);
+      try {
+        await c.connect();
+      } catch (err) {
+        this.clients.delete(db);
+        throw err;
+      }
     }
+    return await c.query(sql, params);
+  }
+
+  // Closes the kept connection to `db`, if any.
+  async release(db) {
+    const c = this.clients && this.clients.get(db);
+    if (!c) return;
+    this.clients.delete(db);
+    await c.end().catch(() => {});
   }
 
   // A fresh, empty database: each measurement of each system starts from one.
   async resetDatabase(db) {
+    await this.release(db);
     await this.query("postgres", `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
     await this.query("postgres", `CREATE DATABASE ${db}`);
   }
