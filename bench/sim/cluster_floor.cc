@@ -4,15 +4,6 @@
 
 namespace frugal::sim {
 
-namespace {
-
-// Market step of a cluster minute, as Cluster::ZoneUp reads it (the series repeats).
-int StepOf(const Market& m, long long minute) {
-  return static_cast<int>((minute * 60 / m.step_seconds) % m.steps);
-}
-
-}  // namespace
-
 CostFloor NoReservedFloor(const ClusterSetup& setup) {
   const Market& m = setup.spot;
   const double od = setup.od_price;
@@ -31,7 +22,7 @@ CostFloor NoReservedFloor(const ClusterSetup& setup) {
         int up_since = -1;
         double spell_low = 0;
         for (int t = j.arrival; t < j.deadline; ++t) {
-          const int s = StepOf(m, t);
+          const int s = m.StepAtMinute(t);
           if (!m.Up(zone, s)) {
             up_since = -1;
             continue;

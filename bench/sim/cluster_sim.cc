@@ -32,26 +32,17 @@ Cluster::Cluster(const ClusterSetup& setup, bool use_reserved) : setup_(setup), 
   }
 }
 
-int Cluster::MarketStep() const {
-  const Market& m = setup_.spot;
-  return m.steps <= 0
-             ? 0
-             : static_cast<int>((static_cast<long long>(now_) * 60 / m.step_seconds) % m.steps);
-}
+int Cluster::MarketStep() const { return setup_.spot.StepAtMinute(now_); }
 
 bool Cluster::ZoneUp(int zone) const {
-  const Market& m = setup_.spot;
-  if (m.steps <= 0) return false;
-  int step = static_cast<int>((static_cast<long long>(now_) * 60 / m.step_seconds) % m.steps);
-  return m.Up(zone, step);
+  return setup_.spot.steps > 0 && setup_.spot.Up(zone, MarketStep());
 }
 
 double Cluster::PoolPrice(int pool) const {
   const ClusterPool& p = pools_[pool];
   if (p.zone < 0) return p.price;
   const Market& m = setup_.spot;
-  int step = static_cast<int>((static_cast<long long>(now_) * 60 / m.step_seconds) % m.steps);
-  return m.Price(p.zone, step) / std::max(1, m.gpus_per_instance);
+  return m.Price(p.zone, MarketStep()) / std::max(1, m.gpus_per_instance);
 }
 
 int Cluster::PoolGpus(int pool, bool launching_only) const {

@@ -41,6 +41,10 @@ struct Market {
   // USD per instance-hour of `where` (kOnDemand or a zone) during `step`.
   double Price(int where, int step) const;
   double StepHours() const { return step_seconds / 3600.0; }
+  // The step of minute `minute` of a longer run: the series repeats. 0 with no steps.
+  int StepAtMinute(long long minute) const {
+    return steps <= 0 ? 0 : static_cast<int>((minute * 60 / step_seconds) % steps);
+  }
 };
 
 // Where a job is: idle, on on-demand, or on spot in zone z >= 0.

@@ -25,15 +25,11 @@ std::string NewInstanceId() {
 }  // namespace pg
 
 std::string PgStore::LostReason(PgConn& c, std::int64_t term) {
-  auto r = c.Exec("leader_read",
-                  "SELECT term, coalesce(holder, ''), expires_at > clock_timestamp()"
-                  " FROM leader_lease");
-  if (!r.ok() || r->rows() == 0) return "lease row unreadable";
-  const std::int64_t now_term = r->Int(0, 0);
-  if (now_term != term) {
-    return "taken over: term " + std::to_string(now_term) + " held by " + r->Text(0, 1);
-  }
-  return "lease expired before renewal";
+  // Worded by the database, as the fence's refusal is (migration 0032).
+  auto r =
+      c.Exec("leader_lost_reason", "SELECT frugal_leader_lost_reason($1)", {std::to_string(term)});
+  if (!r.ok()) return "lease row unreadable: " + r.status().ToString();
+  return r->Text(0, 0);
 }
 
 StatusOr<LeaderStatus> PgStore::TryLeadership(std::chrono::milliseconds ttl) {

@@ -114,6 +114,31 @@ TEST(EngineTest, ALapsedLeaseIsRetakenUnderANewTerm) {
   EXPECT_NE(again->lost_reason.find("expired"), std::string::npos) << again->lost_reason;
 }
 
+// A term taken over is named in the same words by the fence that refuses the old leader's
+// writes and by the renewal that finds its term gone (one function, migration 0032).
+TEST(EngineTest, TheFenceAndTheRenewalNameATakenOverTermAlike) {
+  const std::string db = testing::TestPostgres::Get().NewDatabase();
+  PgStore a(db, 2);
+  PgStore b(db, 2);
+  auto first = a.TryLeadership(std::chrono::milliseconds(300));
+  ASSERT_TRUE(first.ok() && first->leader);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto took = b.TryLeadership(std::chrono::hours(1));
+  ASSERT_TRUE(took.ok() && took->acquired);
+  auto conn = store::PgConn::Connect(db);
+  ASSERT_TRUE(conn.ok());
+  auto fenced = (*conn)->Exec("fence", "SELECT frugal_leader_fence($1, $2, $3)",
+                              {std::to_string(first->term), "nobody", "1000"});
+  ASSERT_FALSE(fenced.ok());
+  auto lost = a.TryLeadership(std::chrono::milliseconds(300));
+  ASSERT_TRUE(lost.ok());
+  EXPECT_FALSE(lost->leader);
+  const std::string expected = "taken over: term " + std::to_string(took->term) + " held by ";
+  EXPECT_EQ(lost->lost_reason.rfind(expected, 0), 0u) << lost->lost_reason;
+  EXPECT_NE(fenced.status().message().find("(" + lost->lost_reason + ")"), std::string::npos)
+      << fenced.status().message() << " against " << lost->lost_reason;
+}
+
 TEST(EngineTest, CycleWritesTheWaitReason) {
   const std::string db = testing::TestPostgres::Get().NewDatabase();
   PgStore store(db, 2);
