@@ -246,14 +246,14 @@ class Engine::Impl {
     ASSIGN_OR_RETURN(bool leader, Lead());
     if (!leader) return Status::Ok();
     // Lost nodes first, so their jobs are pending in this very cycle's snapshot.
-    ASSIGN_OR_RETURN(auto lost, store_.SweepLostNodes());
-    for (const auto& node : lost) {
+    ASSIGN_OR_RETURN(auto read, store_.SweepAndLoadSnapshot(window));
+    for (const auto& node : read.lost) {
       // One line per node, naming it and what it ran, so an operator can follow each job.
       spdlog::warn(R"("event":"node_lost","node":"{}","attempts":[{}],"jobs":[{}],"attempts_requeued":{})",
                    JsonEscape(node.name), fmt::join(node.attempts, ","),
                    fmt::join(node.jobs, ","), node.attempts.size());
     }
-    ASSIGN_OR_RETURN(auto snapshot, store_.LoadSnapshot(window));
+    model::Snapshot& snapshot = read.snapshot;
     if (options_.capacity) options_.capacity->Annotate(snapshot);
     model::Plan plan = policy::DecideCycle(
         snapshot, policy_,

@@ -5,7 +5,8 @@
 // (tests/scheduler/store/cycle_store_contract_test.cc) runs against both.
 //
 // Threading: implementations are thread-safe; the engine calls from its one strand, and
-// the API's advisor reads snapshots concurrently. Every method is one transaction.
+// the API's advisor reads snapshots concurrently. Every method is one transaction but
+// SweepAndLoadSnapshot.
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,13 @@ struct LostNode {
   std::string name;
   std::vector<model::AttemptId> attempts;
   std::vector<model::JobId> jobs;
+};
+
+// What a cycle reads first: the nodes the lost-node sweep declared lost, and the snapshot
+// taken after the sweep.
+struct CycleRead {
+  std::vector<LostNode> lost;
+  model::Snapshot snapshot;
 };
 
 // What TryLeadership found. `term` is the current term in the database whoever holds it
@@ -91,6 +99,17 @@ class CycleStore {
   // claim order (decision 0035). A team with a deep queue cannot hide another team's jobs
   // from the cycle, and a cycle reads hundreds of rows, not the whole queue.
   virtual StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) = 0;
+  // SweepLostNodes, then LoadSnapshot: a cycle's reads, with the same answers and errors.
+  // A store may take them in fewer round trips. PgStore sends the sweep's first read
+  // with the snapshot's and takes the snapshot alone when that read finds no lease run
+  // out and its term held; otherwise it sweeps, then takes the snapshot again (decision
+  // 0057). Up to three transactions, then, where each of the two is one.
+  virtual StatusOr<CycleRead> SweepAndLoadSnapshot(const PendingWindow& window) {
+    CycleRead read;
+    ASSIGN_OR_RETURN(read.lost, SweepLostNodes());
+    ASSIGN_OR_RETURN(read.snapshot, LoadSnapshot(window));
+    return read;
+  }
   // Applies the plan in one transaction, in this order: assignments, waits, holds, the idle
   // actions (warning events, once per attempt, and the idle guardrail's stop orders), the
   // policy's stops, and then the budget alerts that teams' spending has reached (one row per

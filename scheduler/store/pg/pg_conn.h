@@ -163,7 +163,8 @@ class PgPool {
 // trip fails because a pooled connection had died (the server restarted or ended the
 // session), fn runs again on another connection, up to three times: nothing was applied,
 // so nothing can repeat, provided fn changes nothing outside the transaction before its
-// first statement's answer.
+// first statement's answer. fn may end the transaction itself with a COMMIT in its last
+// pipeline; it is then not committed again.
 template <typename T, typename Fn>
 StatusOr<T> InTransaction(PgPool& pool, Fn&& fn);
 // The same, begun by the script `begin` instead of a bare BEGIN, in the same round trip:

@@ -27,6 +27,9 @@ StatusOr<T> InTransaction(PgPool& pool, const char* begin, Fn&& fn) {
       if (c.healthy()) (void)c.ExecScript("ROLLBACK");
       return result.status();
     }
+    // fn may end the transaction itself, a COMMIT behind its last statements in one round
+    // trip (decision 0057): nothing is left to commit then.
+    if (c.reusable()) return result;
     auto commit = c.ExecScript("COMMIT");
     if (!commit.ok()) return commit.status();
     return result;

@@ -138,6 +138,7 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // store's life (a restarted scheduler is a new holder).
   const std::string& instance_id() const { return instance_id_; }
   StatusOr<model::Snapshot> LoadSnapshot(const PendingWindow& window) override;
+  StatusOr<CycleRead> SweepAndLoadSnapshot(const PendingWindow& window) override;
   StatusOr<AppliedPlan> ApplyPlan(const model::Plan& plan) override;
   StatusOr<StoreMetrics> LoadMetrics() override;  // pg_store_metrics.cc
   StatusOr<std::vector<Interruption>> RecentInterruptions(std::optional<model::TeamId> team,
@@ -187,6 +188,17 @@ class PgStore final : public JobStore, public WorkerStore, public CostStore, pub
   // NotLeader.
   StatusOr<PgStatement> LeaderFence(std::int64_t* term);
   Status FenceChecked(const Status& st, std::int64_t term);
+  // The sweep's first read (decision 0048): whether a live or draining node's lease ran out,
+  // and whether this store's term still holds, locking nothing. NotLeader when this store
+  // holds no term. SweepDue reads its one row: true when the fenced sweep must run.
+  StatusOr<PgStatement> SweepCheck();
+  static bool SweepDue(const PgResult& check);
+  // The sweep itself, in a transaction behind the leader fence.
+  StatusOr<std::vector<LostNode>> SweepFenced();
+  // LoadSnapshot's transaction; with `sweep_check` (SweepCheck's statement), that read
+  // rides in its first pipeline and `*sweep_due` is set from it.
+  StatusOr<model::Snapshot> LoadSnapshotWith(const PendingWindow& window,
+                                             const PgStatement* sweep_check, bool* sweep_due);
   // Why the term this store held has ended (reads the row), for the log.
   std::string LostReason(PgConn& c, std::int64_t term);
 

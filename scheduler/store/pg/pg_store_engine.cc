@@ -287,6 +287,27 @@ constexpr const char* kSnapshotBegin =
     " SET LOCAL plan_cache_mode = force_custom_plan";
 
 StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
+  return LoadSnapshotWith(window, nullptr, nullptr);
+}
+
+StatusOr<CycleRead> PgStore::SweepAndLoadSnapshot(const PendingWindow& window) {
+  // The sweep's read rides in the snapshot's first round trip (decision 0057). Nearly
+  // every cycle it finds nothing to sweep, and the snapshot stands. Otherwise the sweep
+  // runs as SweepLostNodes would, and the snapshot is taken again after it, so the jobs of
+  // a lost node are pending in this very cycle, as before.
+  ASSIGN_OR_RETURN(const PgStatement check, SweepCheck());
+  CycleRead read;
+  bool due = false;
+  ASSIGN_OR_RETURN(read.snapshot, LoadSnapshotWith(window, &check, &due));
+  if (!due) return read;
+  ASSIGN_OR_RETURN(read.lost, SweepFenced());
+  ASSIGN_OR_RETURN(read.snapshot, LoadSnapshot(window));
+  return read;
+}
+
+StatusOr<model::Snapshot> PgStore::LoadSnapshotWith(const PendingWindow& window,
+                                                    const PgStatement* sweep_check,
+                                                    bool* sweep_due) {
   return InTransaction<model::Snapshot>(
       pool_, kSnapshotBegin, [&](PgConn& c) -> StatusOr<model::Snapshot> {
         model::Snapshot s;
@@ -297,7 +318,9 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
                                           kLiveNodes,
                                           pg::QuotasStatement()};
         for (auto& p : pg::PoolsStatements()) first.push_back(std::move(p));
+        if (sweep_check) first.push_back(*sweep_check);
         ASSIGN_OR_RETURN(auto r, c.ExecPipeline(first));
+        if (sweep_check) *sweep_due = SweepDue(r.back());
         const PgResult& now = r[0];
         s.now = pg::FromMicros(now.Int(0, 0));
         // With the idle reclamation settings (one row; the defaults if it were missing).
@@ -311,6 +334,10 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshot(const PendingWindow& window) {
         std::vector<PgStatement> second = {
             PendingStatement(window, now.Bool(0, 4), now.Bool(0, 5))};
         for (const auto& u : usage_read.statements) second.push_back(u);
+        // With no read to follow (no budget, no focus job), the transaction ends in this
+        // round trip instead of one more for COMMIT (decision 0057).
+        const bool last = !now.Bool(0, 6) && !window.focus;
+        if (last) second.push_back({"snapshot_commit", "COMMIT", {}});
         ASSIGN_OR_RETURN(auto p, c.ExecPipeline(second));
         RETURN_IF_ERROR(LoadPending(c, window, p[0], s));
         for (const auto& [team, hours] : TeamUsage(usage_read, &p[1])) {

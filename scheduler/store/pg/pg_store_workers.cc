@@ -753,6 +753,20 @@ StatusOr<std::vector<FinishResult>> PgStore::FinishAttempts(
   });
 }
 
+StatusOr<PgStatement> PgStore::SweepCheck() {
+  std::int64_t term;
+  {
+    std::lock_guard<std::mutex> lock(leader_mu_);
+    term = term_;
+  }
+  if (term == 0) return NotLeader("this scheduler holds no leader term");
+  return PgStatement{"sweep_lost_nodes_any",
+                     "SELECT EXISTS (SELECT 1 FROM nodes WHERE state IN ('live', 'draining')"
+                     " AND lease_expires_at < now()), EXISTS (SELECT 1 FROM leader_lease"
+                     " WHERE term = $1 AND holder = $2 AND expires_at > clock_timestamp())",
+                     {std::to_string(term), instance_id_}};
+}
+
 StatusOr<std::vector<LostNode>> PgStore::SweepLostNodes() {
   // Every cycle sweeps, and nearly every sweep finds no lease run out: one read outside any
   // transaction answers those, sparing them the fenced transaction, whose row lock on the
@@ -760,24 +774,19 @@ StatusOr<std::vector<LostNode>> PgStore::SweepLostNodes() {
   // after the read is swept by the next cycle, as one that runs out just after the UPDATE
   // is. The read also looks at this scheduler's term, without locking it: a term that may
   // have ended goes to the fence, which refuses as it always did.
-  std::int64_t term;
-  {
-    std::lock_guard<std::mutex> lock(leader_mu_);
-    term = term_;
-  }
-  if (term == 0) return NotLeader("this scheduler holds no leader term");
-  using Seen = std::pair<bool, bool>;  // a lease ran out; the term still holds
-  ASSIGN_OR_RETURN(
-      const Seen seen, Autocommit<Seen>(pool_, Repeat::kReads, [&](PgConn& c) -> StatusOr<Seen> {
-        ASSIGN_OR_RETURN(auto r, c.Exec("sweep_lost_nodes_any",
-                                        "SELECT EXISTS (SELECT 1 FROM nodes WHERE state IN"
-                                        " ('live', 'draining') AND lease_expires_at < now()),"
-                                        " EXISTS (SELECT 1 FROM leader_lease WHERE term = $1"
-                                        " AND holder = $2 AND expires_at > clock_timestamp())",
-                                        {std::to_string(term), instance_id_}));
-        return Seen{r.Bool(0, 0), r.Bool(0, 1)};
-      }));
-  if (!seen.first && seen.second) return std::vector<LostNode>{};
+  ASSIGN_OR_RETURN(const PgStatement check, SweepCheck());
+  ASSIGN_OR_RETURN(const bool due,
+                   Autocommit<bool>(pool_, Repeat::kReads, [&](PgConn& c) -> StatusOr<bool> {
+                     ASSIGN_OR_RETURN(auto r, c.Exec(check));
+                     return SweepDue(r);
+                   }));
+  if (!due) return std::vector<LostNode>{};
+  return SweepFenced();
+}
+
+bool PgStore::SweepDue(const PgResult& check) { return check.Bool(0, 0) || !check.Bool(0, 1); }
+
+StatusOr<std::vector<LostNode>> PgStore::SweepFenced() {
   return InTransaction<std::vector<LostNode>>(pool_, [&](PgConn& c) -> StatusOr<std::vector<LostNode>> {
     RETURN_IF_ERROR(CheckLeaderFence(c));
     return EndLostAttemptsByNode(c, "sweep_lost_nodes",

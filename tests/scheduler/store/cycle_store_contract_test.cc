@@ -392,5 +392,49 @@ TYPED_TEST(CycleStoreContractTest, TheSweepEndsALostNodesAttemptsAndRequeuesThei
   EXPECT_TRUE(this->store().SweepLostNodes()->empty()) << "a node is declared lost once";
 }
 
+// A cycle's reads in one call (decision 0057): the sweep first, so a lost node's job is
+// pending in the snapshot that comes back; with nothing to sweep, the snapshot as
+// LoadSnapshot takes it; and a deposed leader is refused as the sweep refuses it.
+TYPED_TEST(CycleStoreContractTest, ACyclesReadSweepsFirstThenTakesTheSnapshot) {
+  const auto n1 = this->b_.AddNode("n1", 8);
+  const auto n2 = this->b_.AddNode("n2", 8);
+  const auto lost_job = this->b_.AddJob(2);
+  const auto safe_job = this->b_.AddJob(2);
+  const auto waiting = this->b_.AddJob(1);
+  model::Plan plan = this->Start(lost_job, n1, 2);
+  plan.assignments.push_back({safe_job, n2, 2, "placed", 0});
+  ASSERT_EQ(this->store().ApplyPlan(plan)->started, 2);
+  auto calm = this->store().SweepAndLoadSnapshot({100, 100});
+  ASSERT_TRUE(calm.ok()) << calm.status().ToString();
+  EXPECT_TRUE(calm->lost.empty());
+  ASSERT_EQ(calm->snapshot.pending.size(), 1u);
+  EXPECT_EQ(calm->snapshot.pending[0].id, waiting);
+  EXPECT_EQ(calm->snapshot.running.size(), 2u);
+  this->b_.LoseNode(n1);
+  auto read = this->store().SweepAndLoadSnapshot({100, 100});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->lost.size(), 1u);
+  EXPECT_EQ(read->lost[0].name, "n1");
+  ASSERT_EQ(read->lost[0].jobs.size(), 1u);
+  EXPECT_EQ(read->lost[0].jobs[0], lost_job);
+  std::vector<model::JobId> pending;
+  for (const auto& j : read->snapshot.pending) pending.push_back(j.id);
+  EXPECT_EQ(pending, (std::vector<model::JobId>{lost_job, waiting}));
+  ASSERT_EQ(read->snapshot.running.size(), 1u);
+  EXPECT_EQ(read->snapshot.running[0].job_id, safe_job);
+  for (const auto& n : read->snapshot.nodes) EXPECT_NE(n.name, "n1") << "a lost node is not live";
+  auto again = this->store().SweepAndLoadSnapshot({100, 100});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->lost.empty()) << "a node is declared lost once";
+  // Deposed: the sweep's fence refuses, whether or not a lease ran out.
+  auto other = this->b_.Another();
+  this->b_.ExpireLeaderLease();
+  ASSERT_TRUE(other->TryLeadership(std::chrono::hours(1))->leader);
+  this->b_.LoseNode(n2);
+  EXPECT_TRUE(IsNotLeader(this->store().SweepAndLoadSnapshot({100, 100}).status()));
+  EXPECT_EQ(this->b_.StateOf(safe_job), model::JobState::kRunning)
+      << "a deposed leader swept a node";
+}
+
 }  // namespace
 }  // namespace frugal::store

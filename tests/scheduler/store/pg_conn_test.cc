@@ -182,6 +182,42 @@ TEST(PgConnTest, TheDeferredBeginRollsBackWithItsFirstStatementAndCostsNothingUn
   EXPECT_EQ(open->Int(0, 0), 0);
 }
 
+// A COMMIT at the end of fn's last pipeline ends the transaction in that round trip
+// (decision 0057): what was written is committed, no second COMMIT is sent, and the
+// connection is idle again; a failure ahead of it in the pipeline still rolls back.
+TEST(PgConnTest, ACommitInTheLastPipelineEndsTheTransaction) {
+  PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
+  ASSERT_TRUE(InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+                RETURN_IF_ERROR(c.ExecScript("CREATE TABLE t (v int CHECK (v > 0))").status());
+                return 0;
+              }).ok());
+  auto committed = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"3"}},
+                                             {"commit", "COMMIT", {}}}));
+    EXPECT_EQ(c.round_trips(), 1);
+    EXPECT_TRUE(c.reusable()) << "the pipeline's COMMIT left a transaction open";
+    return static_cast<int>(r.size());
+  });
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(*committed, 2);
+  auto failed = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"4"}},
+                                             {"insert_v", "INSERT INTO t VALUES ($1::int)", {"-4"}},
+                                             {"commit", "COMMIT", {}}}));
+    return static_cast<int>(r.size());
+  });
+  ASSERT_FALSE(failed.ok());
+  auto other = PgConn::Connect(pool.conninfo());
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  auto sum = (*other)->ExecScript("SELECT count(*), sum(v) FROM t");
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(sum->Int(0, 0), 1) << "only the committed row is there";
+  EXPECT_EQ(sum->Int(0, 1), 3);
+  auto lease = pool.Acquire();
+  ASSERT_TRUE(lease.ok());
+  EXPECT_TRUE((**lease).reusable());
+}
+
 // The leader fence (migration 0031) raises NotLeader's error for a term not held, and the
 // server skips what was sent behind it: a deposed leader's pipeline takes no lock even
 // before its transaction is rolled back.
