@@ -163,6 +163,7 @@ class PgCluster {
     this.user = "bench";
     this.bin = findPgBin();
     this.extraOptions = extraOptions || "";
+    this.clients = new Map();  // query()'s kept connections, by database
     this.asUser = {};
     if (process.getuid() === 0) {
       const uid = Number(run(["id", "-u", "postgres"]).trim());
@@ -188,7 +189,7 @@ class PgCluster {
   stop() {
     if (!this.started) return;
     this.started = false;
-    for (const c of (this.clients || new Map()).values()) c.end().catch(() => {});
+    for (const c of this.clients.values()) c.end().catch(() => {});
     this.clients = new Map();
     spawnSync(path.join(this.bin, "pg_ctl"), ["stop", "-w", "-m", "fast", "-D", this.data],
               Object.assign({ stdio: "ignore" }, this.asUser));
@@ -208,7 +209,6 @@ class PgCluster {
   // connection per database: a connection per poll started a backend every 100 ms, whose
   // cost fell on whichever system was being measured.
   async query(db, sql, params) {
-    this.clients = this.clients || new Map();
     let c = this.clients.get(db);
     if (!c) {
       c = new pg.Client(this.pgConfig(db));
@@ -226,7 +226,7 @@ class PgCluster {
 
   // Closes the kept connection to `db`, if any.
   async release(db) {
-    const c = this.clients && this.clients.get(db);
+    const c = this.clients.get(db);
     if (!c) return;
     this.clients.delete(db);
     await c.end().catch(() => {});

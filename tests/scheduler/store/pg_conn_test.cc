@@ -136,14 +136,22 @@ TEST(PgConnTest, TheDeferredBeginGoesWithTheFirstCallOfEachKind) {
   }
 }
 
+// Table t of positive ints, for the tests that make a statement fail on purpose.
+bool CreatePositiveTable(PgPool& pool) {
+  return InTransaction<int>(
+             pool,
+             [](PgConn& c) -> StatusOr<int> {
+               RETURN_IF_ERROR(c.ExecScript("CREATE TABLE t (v int CHECK (v > 0))").status());
+               return 0;
+             })
+      .ok();
+}
+
 // A failure in the round trip that carried BEGIN rolls back what that round trip wrote, and
 // a transaction in which nothing was sent is neither begun nor committed.
 TEST(PgConnTest, TheDeferredBeginRollsBackWithItsFirstStatementAndCostsNothingUnsent) {
   PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
-  ASSERT_TRUE(InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
-                RETURN_IF_ERROR(c.ExecScript("CREATE TABLE t (v int CHECK (v > 0))").status());
-                return 0;
-              }).ok());
+  ASSERT_TRUE(CreatePositiveTable(pool));
   auto failed = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
     ASSIGN_OR_RETURN(auto r,
                      c.ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"1"}},
@@ -183,14 +191,11 @@ TEST(PgConnTest, TheDeferredBeginRollsBackWithItsFirstStatementAndCostsNothingUn
 }
 
 // A COMMIT at the end of fn's last pipeline ends the transaction in that round trip
-// (decision 0057): what was written is committed, no second COMMIT is sent, and the
-// connection is idle again; a failure ahead of it in the pipeline still rolls back.
+// (decision 0057): what was written is committed and the connection is idle again; a
+// failure ahead of it in the pipeline still rolls back.
 TEST(PgConnTest, ACommitInTheLastPipelineEndsTheTransaction) {
   PgPool pool(testing::TestPostgres::Get().NewEmptyDatabase(), 1);
-  ASSERT_TRUE(InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
-                RETURN_IF_ERROR(c.ExecScript("CREATE TABLE t (v int CHECK (v > 0))").status());
-                return 0;
-              }).ok());
+  ASSERT_TRUE(CreatePositiveTable(pool));
   auto committed = InTransaction<int>(pool, [](PgConn& c) -> StatusOr<int> {
     ASSIGN_OR_RETURN(auto r, c.ExecPipeline({{"insert_v", "INSERT INTO t VALUES ($1::int)", {"3"}},
                                              {"commit", "COMMIT", {}}}));
