@@ -177,13 +177,29 @@ class Frugal {
     }
   }
 
-  // How many of the jobs ended, and how many of those did not succeed.
-  async progress() {
+  // How many of the jobs ended, and how many of those did not succeed. Polled every 100 ms
+  // during a drain, so it reads what is left, as Graphile's does, not every row the drain
+  // wrote: the jobs still pending by their partial index, and the attempts still open by
+  // theirs (a running job has one). The planner, its statistics taken before the drain,
+  // would scan the whole table for the pending ones; the observer's own transaction turns
+  // that off. A whole-table count here cost PostgreSQL 10 ms a poll (a tenth of a core
+  // during Frugal's drain, Graphile's count 1.8 ms); by the indexes, 5 ms with three
+  // quarters of the drain left and under 1 ms with a quarter. When nothing seems left, the
+  // whole table is counted once, which also sees a job held, or between its attempt's end
+  // and its own.
+  async progress(total) {
     const r = await this.cluster.query(DB,
+      `BEGIN; SET LOCAL enable_seqscan = off;
+       SELECT (SELECT count(*) FROM jobs WHERE state = 'pending')
+            + (SELECT count(*) FROM attempts WHERE ended_at IS NULL) AS left;
+       COMMIT`);
+    const left = Number(r[2].rows[0].left);
+    if (left > 0) return { done: total - left, bad: 0 };
+    const all = await this.cluster.query(DB,
       `SELECT count(*) FILTER (WHERE state IN ${TERMINAL})::int AS done,
               count(*) FILTER (WHERE state IN ${TERMINAL} AND state <> 'succeeded')::int AS bad
          FROM jobs`);
-    return r.rows[0];
+    return all.rows[0];
   }
 
   // Latency runs: each job writes the time its process started (date +%s%N, wall clock,
