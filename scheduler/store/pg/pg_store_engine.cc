@@ -341,17 +341,19 @@ StatusOr<model::Snapshot> PgStore::LoadSnapshotWith(const PendingWindow& window,
         s.quotas = pg::ParseQuotas(r[3]);
         s.pools = pg::ParsePools(r[4], r[5], &availability_cache_);
         const UsageRead usage_read = PlanTeamUsage(now.Int(0, 0), now.OptInt(0, 3));
-        std::vector<PgStatement> second = {kWindowPlanKept,
-                                           PendingStatement(window, now.Bool(0, 4), now.Bool(0, 5)),
-                                           kCustomPlans};
+        std::vector<PgStatement> second = {kWindowPlanKept};
+        const std::size_t window_at = second.size();
+        second.push_back(PendingStatement(window, now.Bool(0, 4), now.Bool(0, 5)));
+        second.push_back(kCustomPlans);
+        const std::size_t usage_at = second.size();
         for (const auto& u : usage_read.statements) second.push_back(u);
         // With no read to follow (no budget, no focus job), the transaction ends in this
         // round trip instead of one more for COMMIT (decision 0057).
         const bool last = !now.Bool(0, 6) && !window.focus;
         if (last) second.push_back({"snapshot_commit", "COMMIT", {}});
         ASSIGN_OR_RETURN(auto p, c.ExecPipeline(second));
-        RETURN_IF_ERROR(LoadPending(c, window, p[1], s));
-        for (const auto& [team, hours] : TeamUsage(usage_read, &p[3])) {
+        RETURN_IF_ERROR(LoadPending(c, window, p[window_at], s));
+        for (const auto& [team, hours] : TeamUsage(usage_read, &p[usage_at])) {
           s.team_usage[team] = {hours, s.now};
         }
         // Most clusters have no budget: their use is read only where one is set.
