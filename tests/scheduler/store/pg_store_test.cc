@@ -507,6 +507,62 @@ TEST_F(PgStoreTest, SchemaRefusesBadRows) {
   EXPECT_TRUE(insert("1", "pending").ok());
 }
 
+// Decision 0059 checks a job's team and user, and an event's job, once per statement, not by
+// foreign keys: each reference is still refused when it names nothing, in a statement of
+// many rows too, and what a key kept in place (the rows named are never deleted, a job's
+// owners never change) is refused as well.
+TEST_F(PgStoreTest, SchemaRefusesDanglingReferences) {
+  Principal alice = Researcher("vision", "alice");
+  Principal bob = Researcher("nlp", "bob");
+  auto job = store_->Submit(alice, Req("train"));
+  ASSERT_TRUE(job.ok());
+  auto conn = PgConn::Connect(conninfo_);
+  ASSERT_TRUE(conn.ok());
+  PgConn& c = **conn;
+  const std::string team = std::to_string(alice.team_id), user = std::to_string(alice.user_id);
+  auto insert = [&](const std::string& t, const std::string& u) {
+    // Three rows in one statement; only the last names (t, u).
+    return c.Exec("ref_job_" + t + "_" + u,
+                  "INSERT INTO jobs (team_id, user_id, command, gpus, priority, priority_rank,"
+                  " tolerance) SELECT CASE WHEN i < 3 THEN $1::bigint ELSE $3::bigint END,"
+                  " CASE WHEN i < 3 THEN $2::bigint ELSE $4::bigint END, '{x}', 1, 'normal', 2, 'none'"
+                  " FROM generate_series(1, 3) i",
+                  {team, user, t, u});
+  };
+  auto no_team = insert("999999", user);
+  ASSERT_FALSE(no_team.ok());
+  EXPECT_NE(no_team.status().message().find("team 999999 or user"), std::string::npos)
+      << no_team.status().ToString();
+  EXPECT_FALSE(insert(team, "999999").ok());
+  EXPECT_TRUE(insert(team, user).ok());
+  const std::string id = std::to_string(job->job.id);
+  auto event = [&](const std::string& job_id) {
+    return c.Exec("ref_event_" + job_id,
+                  "INSERT INTO job_events (job_id, kind) VALUES ($1, 'noted'), ($2, 'noted')",
+                  {id, job_id});
+  };
+  auto no_job = event("999999");
+  ASSERT_FALSE(no_job.ok());
+  EXPECT_NE(no_job.status().message().find("job 999999 does not exist"), std::string::npos)
+      << no_job.status().ToString();
+  EXPECT_TRUE(event(id).ok());
+  for (const char* sql : {"DELETE FROM jobs", "DELETE FROM users", "DELETE FROM teams",
+                          "TRUNCATE jobs CASCADE", "TRUNCATE users CASCADE",
+                          "TRUNCATE teams CASCADE"})
+    EXPECT_FALSE(c.ExecScript(sql).ok()) << sql;
+  EXPECT_FALSE(c.ExecScript("UPDATE jobs SET team_id = " + std::to_string(bob.team_id) +
+                            " WHERE id = " + id)
+                   .ok());
+  EXPECT_FALSE(c.ExecScript("UPDATE jobs SET user_id = " + std::to_string(bob.user_id) +
+                            " WHERE id = " + id)
+                   .ok());
+  // Writing the same owners back is no change.
+  EXPECT_TRUE(c.ExecScript("UPDATE jobs SET team_id = team_id WHERE id = " + id).ok());
+  auto count = c.ExecScript("SELECT count(*) FROM jobs WHERE team_id = " + team);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(count->Int(0, 0), 4);
+}
+
 // database_url may be a URI as well as key=value pairs (issue 17): options used to be
 // appended as "key=value" text, which turned a URI into an unparsable string.
 TEST(PgConnTest, ConnectsWithUriAndKeyValueForms) {
