@@ -9,10 +9,89 @@ namespace frugal::store::pg {
 
 namespace {
 
+// The columns in the order of their parameters, with the array type each is read as.
+struct Column {
+  const char* name;
+  const char* type;
+};
+constexpr Column kColumns[] = {
+    {"id", "bigint"},
+    {"name", "text"},
+    {"project", "text"},
+    {"command", "text"},
+    {"env", "text"},
+    {"working_dir", "text"},
+    {"gpus", "int"},
+    {"gpu_types", "text"},
+    {"min_gpu_mem_gb", "int"},
+    {"priority", "text"},
+    {"priority_rank", "int"},
+    {"deadline_us", "bigint"},
+    {"estimate_s", "bigint"},
+    {"max_runtime_s", "bigint"},
+    {"tolerance", "text"},
+    {"checkpoint_interval_s", "bigint"},
+    {"depends_on", "text"},
+    {"labels", "text"},
+    {"max_attempts", "int"},
+    {"idempotency_key", "text"},
+    {"request_sha256", "text"},
+    {"depends_on_any", "text"},
+    {"approval_reason", "text"},
+    {"array_id", "bigint"},
+    {"array_index", "int"},
+    {"nodes", "int"},
+};
+constexpr std::size_t kCount = std::size(kColumns);
+
+enum Col : std::size_t {
+  kId,
+  kName,
+  kProject,
+  kCommand,
+  kEnv,
+  kWorkingDir,
+  kGpus,
+  kGpuTypes,
+  kMinGpuMem,
+  kPriority,
+  kPriorityRank,
+  kDeadline,
+  kEstimate,
+  kMaxRuntime,
+  kTolerance,
+  kCheckpointInterval,
+  kDependsOn,
+  kLabels,
+  kMaxAttempts,
+  kIdempotencyKey,
+  kRequestSha,
+  kDependsOnAny,
+  kApprovalReason,
+  kArrayId,
+  kArrayIndex,
+  kNodes,
+};
+static_assert(kNodes + 1 == kCount);
+
+// An element of an array literal, quoted: inside double quotes only `"` and `\` need a
+// backslash; braces, commas, spaces and newlines are taken as they are.
+Status AppendQuoted(std::string& out, const std::string& s) {
+  if (s.find('\0') != std::string::npos)
+    return InvalidArgument("batch: a string holds a NUL character, which PostgreSQL text cannot");
+  out += '"';
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  out += '"';
+  return Status::Ok();
+}
+
 // A JSON string. Printable ASCII without quote or backslash, what names, commands and
 // keys nearly always are, is written as is; anything else goes through nlohmann, so escapes
 // and the check of UTF-8 are exactly the library's.
-void AppendString(std::string& out, const std::string& s) {
+void AppendJsonString(std::string& out, const std::string& s) {
   const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
     return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
@@ -26,112 +105,126 @@ void AppendString(std::string& out, const std::string& s) {
   out += '"';
 }
 
-void AppendStrings(std::string& out, const std::vector<std::string>& v) {
-  out += '[';
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) out += ',';
-    AppendString(out, v[i]);
-  }
-  out += ']';
-}
-
-void AppendIds(std::string& out, const std::vector<model::JobId>& v) {
-  out += '[';
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(v[i]);
-  }
-  out += ']';
-}
-
-void AppendMap(std::string& out, const std::map<std::string, std::string>& m) {
-  out += '{';
+std::string JsonMap(const std::map<std::string, std::string>& m) {
+  std::string out = "{";
   bool first = true;
   for (const auto& [k, v] : m) {
     if (!first) out += ',';
     first = false;
-    AppendString(out, k);
+    AppendJsonString(out, k);
     out += ':';
-    AppendString(out, v);
+    AppendJsonString(out, v);
   }
   out += '}';
+  return out;
 }
 
-// ,"key": then the value's writer; keys are our own plain names.
-void Key(std::string& out, const char* key) {
-  out += ",\"";
-  out += key;
-  out += "\":";
+StatusOr<std::string> TextArray(const std::vector<std::string>& v) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    RETURN_IF_ERROR(AppendQuoted(out, v[i]));
+  }
+  out += '}';
+  return out;
 }
 
-void AppendInt(std::string& out, const char* key, std::int64_t v) {
-  Key(out, key);
-  out += std::to_string(v);
-}
-
-void AppendOptSeconds(std::string& out, const char* key, const std::optional<Seconds>& s) {
-  if (s) AppendInt(out, key, s->count());
+std::string IdArray(const std::vector<model::JobId>& v) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(v[i]);
+  }
+  out += '}';
+  return out;
 }
 
 }  // namespace
 
-Status AppendBatchRow(std::string& out, const SubmitRequest& req, model::JobId id,
-                      std::optional<std::int64_t> array_id, std::optional<int> array_index) {
+std::string BatchColumns::FromItem(int first_param) {
+  std::string args, names;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    if (i > 0) {
+      args += ", ";
+      names += ", ";
+    }
+    args +=
+        '$' + std::to_string(first_param + static_cast<int>(i)) + "::" + kColumns[i].type + "[]";
+    names += kColumns[i].name;
+  }
+  return "unnest(" + args + ") AS r(" + names + ")";
+}
+
+BatchColumns::BatchColumns() : cols_(kCount, "{") {}
+
+Status BatchColumns::Add(const SubmitRequest& req, model::JobId id,
+                         std::optional<std::int64_t> array_id, std::optional<int> array_index) {
   const model::JobSpec& s = req.spec;
   ASSIGN_OR_RETURN(int rank, model::PriorityRank(s.priority));
   std::vector<model::JobId> deps = s.after;
   for (auto d : s.after_any)
     if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
-  out += "{\"id\":";
-  out += std::to_string(id);
-  Key(out, "name");
-  AppendString(out, s.name);
-  Key(out, "project");
-  AppendString(out, s.project);
-  Key(out, "command");
-  AppendStrings(out, s.command);
-  Key(out, "env");
-  AppendMap(out, s.env);
-  Key(out, "working_dir");
-  AppendString(out, s.working_dir);
-  AppendInt(out, "gpus", s.gpus);
-  AppendInt(out, "nodes", s.nodes);
-  Key(out, "gpu_types");
-  AppendStrings(out, s.gpu_types);
-  if (s.min_gpu_mem_gb) AppendInt(out, "min_gpu_mem_gb", *s.min_gpu_mem_gb);
-  Key(out, "priority");
-  AppendString(out, s.priority);
-  AppendInt(out, "priority_rank", rank);
-  if (s.deadline) {
-    Key(out, "deadline_us");
-    AppendString(out, ToMicrosParam(*s.deadline));
-  }
-  AppendOptSeconds(out, "estimate_s", s.estimate);
-  AppendOptSeconds(out, "max_runtime_s", s.max_runtime);
-  Key(out, "tolerance");
-  AppendString(out, model::ToString(s.tolerance));
-  AppendOptSeconds(out, "checkpoint_interval_s", s.checkpoint_interval);
-  Key(out, "depends_on");
-  AppendIds(out, deps);
-  Key(out, "labels");
-  AppendMap(out, s.labels);
-  AppendInt(out, "max_attempts", s.max_attempts);
-  if (req.idempotency_key) {
-    Key(out, "idempotency_key");
-    AppendString(out, *req.idempotency_key);
-    Key(out, "request_sha256");
-    AppendString(out, req.request_sha256);
-  }
-  Key(out, "depends_on_any");
-  AppendIds(out, s.after_any);
-  if (req.approval_reason) {
-    Key(out, "approval_reason");
-    AppendString(out, *req.approval_reason);
-  }
-  if (array_id) AppendInt(out, "array_id", *array_id);
-  if (array_index) AppendInt(out, "array_index", *array_index);
-  out += '}';
+  if (!empty_)
+    for (auto& c : cols_) c += ',';
+  empty_ = false;
+  auto num = [&](Col c, std::int64_t v) { cols_[c] += std::to_string(v); };
+  auto opt = [&](Col c, auto v) {
+    if (v)
+      num(c, static_cast<std::int64_t>(*v));
+    else
+      cols_[c] += "NULL";
+  };
+  auto secs = [&](Col c, const std::optional<Seconds>& v) {
+    if (v)
+      num(c, v->count());
+    else
+      cols_[c] += "NULL";
+  };
+  auto text = [&](Col c, const std::string& v) { return AppendQuoted(cols_[c], v); };
+  auto opt_text = [&](Col c, const std::optional<std::string>& v) -> Status {
+    if (v) return text(c, *v);
+    cols_[c] += "NULL";
+    return Status::Ok();
+  };
+  num(kId, id);
+  RETURN_IF_ERROR(text(kName, s.name));
+  RETURN_IF_ERROR(text(kProject, s.project));
+  ASSIGN_OR_RETURN(auto command, TextArray(s.command));
+  RETURN_IF_ERROR(text(kCommand, command));
+  RETURN_IF_ERROR(text(kEnv, JsonMap(s.env)));
+  RETURN_IF_ERROR(text(kWorkingDir, s.working_dir));
+  num(kGpus, s.gpus);
+  ASSIGN_OR_RETURN(auto gpu_types, TextArray(s.gpu_types));
+  RETURN_IF_ERROR(text(kGpuTypes, gpu_types));
+  opt(kMinGpuMem, s.min_gpu_mem_gb);
+  RETURN_IF_ERROR(text(kPriority, s.priority));
+  num(kPriorityRank, rank);
+  if (s.deadline)
+    cols_[kDeadline] += ToMicrosParam(*s.deadline);
+  else
+    cols_[kDeadline] += "NULL";
+  secs(kEstimate, s.estimate);
+  secs(kMaxRuntime, s.max_runtime);
+  RETURN_IF_ERROR(text(kTolerance, model::ToString(s.tolerance)));
+  secs(kCheckpointInterval, s.checkpoint_interval);
+  RETURN_IF_ERROR(text(kDependsOn, IdArray(deps)));
+  RETURN_IF_ERROR(text(kLabels, JsonMap(s.labels)));
+  num(kMaxAttempts, s.max_attempts);
+  RETURN_IF_ERROR(opt_text(kIdempotencyKey, req.idempotency_key));
+  RETURN_IF_ERROR(opt_text(kRequestSha, req.idempotency_key
+                                            ? std::optional<std::string>(req.request_sha256)
+                                            : std::nullopt));
+  RETURN_IF_ERROR(text(kDependsOnAny, IdArray(s.after_any)));
+  RETURN_IF_ERROR(opt_text(kApprovalReason, req.approval_reason));
+  opt(kArrayId, array_id);
+  opt(kArrayIndex, array_index);
+  num(kNodes, s.nodes);
   return Status::Ok();
+}
+
+std::vector<std::string> BatchColumns::Params() && {
+  for (auto& c : cols_) c += '}';
+  return std::move(cols_);
 }
 
 }  // namespace frugal::store::pg

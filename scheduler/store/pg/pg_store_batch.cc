@@ -28,56 +28,48 @@ StatusOr<std::vector<BatchItem>> InsertJobs(PgConn& c, const Principal& who,
                           "SELECT nextval((SELECT pg_get_serial_sequence('jobs', 'id')::regclass))"
                           " FROM generate_series(1, $1::int)",
                           {std::to_string(reqs.size())}));
-  std::string rows = "[";
-  rows.reserve(256 * reqs.size());
+  BatchColumns cols;
   std::vector<BatchItem> items(reqs.size());
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     items[i].id = ids.Int(static_cast<int>(i), 0);
     items[i].state = reqs[i].approval_reason ? model::JobState::kHeld : model::JobState::kPending;
     std::optional<int> index;
     if (array_id) index = indices.at(i);
-    if (i > 0) rows += ',';
-    RETURN_IF_ERROR(pg::AppendBatchRow(rows, reqs[i], items[i].id, array_id, index));
+    RETURN_IF_ERROR(cols.Add(reqs[i], items[i].id, array_id, index));
   }
-  rows += ']';
-  ASSIGN_OR_RETURN(
-      auto ins,
-      c.Exec("batch_insert",
-             "WITH ins AS (INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
-             " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
-             " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
-             " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
-             " depends_on_any, state, reason, awaiting_approval, array_id, array_index, nodes)"
-             " OVERRIDING SYSTEM VALUE"
-             " SELECT r.id, $1, $2, r.name, r.project,"
-             " r.command, r.env, r.working_dir,"
-             " r.gpus, r.gpu_types,"
-             " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
-             " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
-             " r.tolerance, r.checkpoint_interval_s,"
-             " r.depends_on, r.labels,"
-             " r.max_attempts, r.idempotency_key, r.request_sha256,"
-             " r.depends_on_any,"
-             " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
-             " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL,"
-             " r.array_id, r.array_index, r.nodes"
-             " FROM jsonb_to_recordset($3::jsonb) AS r(id bigint, name text,"
-             " project text, command text[], env jsonb, working_dir text, gpus int,"
-             " gpu_types text[], min_gpu_mem_gb int, priority text, priority_rank int,"
-             " deadline_us bigint, estimate_s bigint, max_runtime_s bigint,"
-             " tolerance text, checkpoint_interval_s bigint, depends_on bigint[],"
-             " labels jsonb, max_attempts int, idempotency_key text,"
-             " request_sha256 text, depends_on_any bigint[], approval_reason text,"
-             " array_id bigint, array_index int, nodes int)"
-             " ORDER BY r.id"
-             " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
-             " DO NOTHING RETURNING id, state, reason),"
-             // The submitted events from the rows just written, not read back by id.
-             " ev AS (INSERT INTO job_events (job_id, kind, to_state, message)"
-             " SELECT id, 'submitted', state, 'submitted by ' || $4 ||"
-             " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END FROM ins ORDER BY id)"
-             " SELECT id FROM ins",
-             {team, std::to_string(who.user_id), rows, who.user}));
+  std::vector<PgParam> params = {team, std::to_string(who.user_id), who.user};
+  for (auto& col : std::move(cols).Params()) params.push_back(std::move(col));
+  // The statement's text is built once: its name is what PostgreSQL keeps it prepared by.
+  static const std::string sql =
+      "WITH ins AS (INSERT INTO jobs (id, team_id, user_id, name, project, command, env,"
+      " working_dir, gpus, gpu_types, min_gpu_mem_gb, priority, priority_rank,"
+      " deadline, estimate_s, max_runtime_s, tolerance, checkpoint_interval_s,"
+      " depends_on, labels, max_attempts, idempotency_key, request_sha256,"
+      " depends_on_any, state, reason, awaiting_approval, array_id, array_index, nodes)"
+      " OVERRIDING SYSTEM VALUE"
+      " SELECT r.id, $1, $2, r.name, r.project,"
+      " r.command::text[], r.env::jsonb, r.working_dir,"
+      " r.gpus, r.gpu_types::text[],"
+      " r.min_gpu_mem_gb, r.priority, r.priority_rank,"
+      " to_timestamp(r.deadline_us / 1000000.0), r.estimate_s, r.max_runtime_s,"
+      " r.tolerance, r.checkpoint_interval_s,"
+      " r.depends_on::bigint[], r.labels::jsonb,"
+      " r.max_attempts, r.idempotency_key, r.request_sha256,"
+      " r.depends_on_any::bigint[],"
+      " CASE WHEN r.approval_reason IS NULL THEN 'pending' ELSE 'held' END,"
+      " coalesce(r.approval_reason, ''), r.approval_reason IS NOT NULL,"
+      " r.array_id, r.array_index, r.nodes"
+      " FROM " +
+      BatchColumns::FromItem(4) +
+      " ORDER BY r.id"
+      " ON CONFLICT (team_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
+      " DO NOTHING RETURNING id, state, reason),"
+      // The submitted events from the rows just written, not read back by id.
+      " ev AS (INSERT INTO job_events (job_id, kind, to_state, message)"
+      " SELECT id, 'submitted', state, 'submitted by ' || $3 ||"
+      " CASE WHEN reason = '' THEN '' ELSE '; ' || reason END FROM ins ORDER BY id)"
+      " SELECT id FROM ins";
+  ASSIGN_OR_RETURN(auto ins, c.Exec("batch_insert_columns", sql, params));
   std::set<JobId> inserted;
   for (int i = 0; i < ins.rows(); ++i) inserted.insert(ins.Int(i, 0));
   json replayed = json::array();

@@ -172,6 +172,12 @@ TEST_F(PgStoreTest, SubmitBatchStoresWhatSubmitStores) {
   EXPECT_EQ(store_->SubmitBatch(alice, {Req("fine"), bad}).status().code(),
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->ListJobs({})->jobs.size(), before->jobs.size());
+  // A NUL would cut an array parameter short at the C string's end: refused, nothing stored.
+  SubmitRequest nul = Req("nul");
+  nul.spec.command = {"/bin/echo", std::string("a\0b", 3)};
+  EXPECT_EQ(store_->SubmitBatch(alice, {Req("fine"), nul}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->ListJobs({})->jobs.size(), before->jobs.size());
 }
 
 TEST_F(PgStoreTest, SubmitBatchRetriesByKeyAndRefusesAChangedItem) {
