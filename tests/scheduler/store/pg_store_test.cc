@@ -513,9 +513,9 @@ TEST_F(PgStoreTest, SchemaRefusesBadRows) {
   EXPECT_TRUE(insert("1", "pending").ok());
 }
 
-// Decision 0059 checks a job's team and user, and an event's job, once per statement, not by
-// foreign keys: each reference is still refused when it names nothing, in a statement of
-// many rows too, and what a key kept in place (the rows named are never deleted, a job's
+// Decision 0059 checks a job's team, user and array, and an event's job, once per statement,
+// not by foreign keys: each reference is still refused when it names nothing, in a statement
+// of many rows too, and what a key kept in place (the rows named are never deleted, a job's
 // owners never change) is refused as well.
 TEST_F(PgStoreTest, SchemaRefusesDanglingReferences) {
   Principal alice = Researcher("vision", "alice");
@@ -541,6 +541,14 @@ TEST_F(PgStoreTest, SchemaRefusesDanglingReferences) {
       << no_team.status().ToString();
   EXPECT_FALSE(insert(team, "999999").ok());
   EXPECT_TRUE(insert(team, user).ok());
+  auto no_array = c.Exec("ref_job_array",
+                         "INSERT INTO jobs (team_id, user_id, command, gpus, priority,"
+                         " priority_rank, tolerance, array_id, array_index)"
+                         " VALUES ($1, $2, '{x}', 1, 'normal', 2, 'none', 999999, 0)",
+                         {team, user});
+  ASSERT_FALSE(no_array.ok());
+  EXPECT_NE(no_array.status().message().find("array 999999 does not exist"), std::string::npos)
+      << no_array.status().ToString();
   const std::string id = std::to_string(job->job.id);
   auto event = [&](const std::string& job_id) {
     return c.Exec("ref_event_" + job_id,
@@ -552,9 +560,16 @@ TEST_F(PgStoreTest, SchemaRefusesDanglingReferences) {
   EXPECT_NE(no_job.status().message().find("job 999999 does not exist"), std::string::npos)
       << no_job.status().ToString();
   EXPECT_TRUE(event(id).ok());
-  for (const char* sql : {"DELETE FROM jobs", "DELETE FROM users", "DELETE FROM teams",
-                          "TRUNCATE jobs CASCADE", "TRUNCATE users CASCADE",
-                          "TRUNCATE teams CASCADE"})
+  ArrayRequest sweep;
+  sweep.task = Req("sweep");
+  sweep.first = 0;
+  sweep.last = 1;
+  auto array = store_->SubmitArray(alice, sweep);
+  ASSERT_TRUE(array.ok()) << array.status().ToString();
+  for (const char* sql :
+       {"DELETE FROM jobs", "DELETE FROM users", "DELETE FROM teams", "DELETE FROM job_arrays",
+        "TRUNCATE jobs CASCADE", "TRUNCATE users CASCADE", "TRUNCATE teams CASCADE",
+        "TRUNCATE job_arrays CASCADE"})
     EXPECT_FALSE(c.ExecScript(sql).ok()) << sql;
   EXPECT_FALSE(c.ExecScript("UPDATE jobs SET team_id = " + std::to_string(bob.team_id) +
                             " WHERE id = " + id)
@@ -562,11 +577,14 @@ TEST_F(PgStoreTest, SchemaRefusesDanglingReferences) {
   EXPECT_FALSE(c.ExecScript("UPDATE jobs SET user_id = " + std::to_string(bob.user_id) +
                             " WHERE id = " + id)
                    .ok());
+  EXPECT_FALSE(c.ExecScript("UPDATE jobs SET array_id = " + std::to_string(array->array.id) +
+                            ", array_index = 7 WHERE id = " + id)
+                   .ok());
   // Writing the same owners back is no change.
   EXPECT_TRUE(c.ExecScript("UPDATE jobs SET team_id = team_id WHERE id = " + id).ok());
   auto count = c.ExecScript("SELECT count(*) FROM jobs WHERE team_id = " + team);
   ASSERT_TRUE(count.ok());
-  EXPECT_EQ(count->Int(0, 0), 4);
+  EXPECT_EQ(count->Int(0, 0), 6);  // the job, three inserted, two tasks
 }
 
 // database_url may be a URI as well as key=value pairs (issue 17): options used to be
